@@ -1,0 +1,309 @@
+"""The ``nbrunner`` command line (DESIGN section 6)."""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+
+from . import render
+
+try:  # typer >= 0.25 vendors its own click
+    from typer._click.exceptions import ClickException, UsageError
+    from typer.exceptions import Abort, Exit
+except ImportError:  # pragma: no cover
+    from click.exceptions import Abort, ClickException, Exit, UsageError
+from .errors import NbrunnerError, NoCluster
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+                  help="Run parameterized Jupyter notebooks as elastic GPU jobs on a shared cluster.")
+console = Console()
+DirOption = typer.Option(None, "--dir", help="workspace directory (default: NBRUNNER_WORKSPACE or the current directory)")
+
+
+def parse_value(text: str) -> Any:
+    """A ``-p`` value, typed like papermill's CLI: numbers, booleans, None, else the string."""
+    if text in ("True", "true"):
+        return True
+    if text in ("False", "false"):
+        return False
+    if text == "None":
+        return None
+    for kind in (int, float):
+        try:
+            value = kind(text)
+        except ValueError:
+            continue
+        if kind is float and value != value or value in (float("inf"), float("-inf")):
+            return text
+        return value
+    return text
+
+
+def _cluster(workspace: Optional[Path]):
+    from .cluster import connect
+
+    return connect(workspace)
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, default=str))
+
+
+def _gpus(value: str) -> Optional[int]:
+    if value == "auto":
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        raise typer.BadParameter(f"--gpus must be a number or 'auto', got {value!r}") from None
+    if n < 0:
+        raise typer.BadParameter("--gpus must be >= 0")
+    return n
+
+
+@app.command()
+def up(workspace: Optional[Path] = DirOption,
+       gpus: str = typer.Option("auto", help="GPU slots of this host: a number (CPU slots) or 'auto'"),
+       workers: int = typer.Option(2, min=1, help="worker processes"),
+       port: int = typer.Option(8888, help="JupyterLab port"),
+       no_lab: bool = typer.Option(False, "--no-lab", help="do not start JupyterLab"),
+       policy: str = typer.Option("fairshare", help="fairshare or priority"),
+       host: Optional[str] = typer.Option(None, help="host name the workers register")) -> None:
+    """Start Redis, the scheduler, workers and JupyterLab in the workspace, until Ctrl-C."""
+    from .config import Settings
+    from .supervisor import Supervisor
+
+    if policy not in ("fairshare", "priority"):
+        raise typer.BadParameter(f"--policy must be fairshare or priority, got {policy!r}")
+    slots = _gpus(gpus)
+    settings = Settings.load(workspace)
+    if not settings.workspace.is_dir():
+        raise NbrunnerError(f"workspace is not a directory: {settings.workspace}")
+    token = os.environ.get("NBRUNNER_LAB_TOKEN") or secrets.token_hex(24)
+    lab_args = [f"--IdentityProvider.token={token}"]
+    sup = Supervisor(settings, gpus=slots, workers=workers, policy=policy, host=host,
+                     lab_port=None if no_lab else port, lab_args=lab_args)
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    sup.start()
+    try:
+        console.print(f"nbrunner is up in {settings.workspace} (Redis {settings.url.split('@')[-1]}, "
+                      f"{workers} workers, policy {policy})")
+        if not no_lab:
+            console.print(f"JupyterLab: http://127.0.0.1:{port}/lab?token={token}")
+        console.print("Press Ctrl-C to stop.")
+        stop.wait()
+    finally:
+        console.print("stopping...")
+        sup.stop()
+
+
+@app.command()
+def submit(notebook: str = typer.Argument(..., help="notebook path"),
+           param: Optional[list[str]] = typer.Option(None, "-p", "--parameter", metavar="NAME VALUE",
+                                                     help="a parameter, typed like papermill's (repeatable)"),
+           params_file: Optional[Path] = typer.Option(None, "-f", "--parameters-file", help="YAML file of parameters"),
+           name: Optional[str] = typer.Option(None, "--name"),
+           min_gpus: int = typer.Option(0, "--min-gpus"),
+           max_gpus: Optional[int] = typer.Option(None, "--max-gpus"),
+           priority: int = typer.Option(5000, "--priority"),
+           timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds"),
+           kernel: Optional[str] = typer.Option(None, "--kernel"),
+           wait: bool = typer.Option(False, "--wait", help="block until the job ends; exit 0 only if it completed"),
+           as_json: bool = typer.Option(False, "--json"),
+           workspace: Optional[Path] = DirOption) -> None:
+    """Queue a notebook as a job and print its id."""
+    parameters: dict[str, Any] = {}
+    if params_file is not None:
+        import yaml
+
+        try:
+            loaded = yaml.safe_load(params_file.read_text())
+        except OSError as exc:
+            raise NbrunnerError(f"cannot read {params_file}: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            raise NbrunnerError(f"{params_file} is not valid YAML: {str(exc).splitlines()[0]}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise NbrunnerError(f"{params_file} must hold a mapping of parameter names to values")
+        parameters.update(loaded)
+    for item in param or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"-p needs a name and a value, got {item!r}")
+        parameters[key] = parse_value(value)
+    cluster = _cluster(workspace)
+    job = cluster.submit(notebook, parameters, name=name, min_gpus=min_gpus, max_gpus=max_gpus,
+                         priority=priority, timeout=timeout, kernel=kernel)
+    if not wait:
+        _print_json(job.to_dict()) if as_json else print(job.id)
+        return
+    if not as_json:
+        print(job.id, flush=True)
+    job.wait()
+    if as_json:
+        _print_json(job.to_dict())
+    else:
+        console.print(f"{job.id} {job.record.status}" + (f": {job.record.error}" if job.record.error else ""))
+    raise typer.Exit(0 if job.record.status == "completed" else 1)
+
+
+STATUSES = ("queued", "running", "completed", "failed", "cancelled")
+
+
+@app.command()
+def jobs(status: Optional[str] = typer.Option(None, "--status"), as_json: bool = typer.Option(False, "--json"),
+         workspace: Optional[Path] = DirOption) -> None:
+    """List jobs."""
+    if status is not None and status not in STATUSES:
+        raise typer.BadParameter(f"--status must be one of {', '.join(STATUSES)}")
+    cluster = _cluster(workspace)
+    records = cluster.store.all(status)
+    if as_json:
+        _print_json({"jobs": [r.to_dict() for r in records]})
+    else:
+        console.print(render.jobs_table(records))
+        console.print(render.totals_line(records))
+
+
+@app.command()
+def show(job_id: str = typer.Argument(..., metavar="JOB"), as_json: bool = typer.Option(False, "--json"),
+         workspace: Optional[Path] = DirOption) -> None:
+    """Show one job."""
+    rec = _cluster(workspace).store.get(job_id)
+    _print_json(rec.to_dict()) if as_json else console.print(render.job_detail(rec))
+
+
+@app.command()
+def logs(job_id: str = typer.Argument(..., metavar="JOB"), follow: bool = typer.Option(False, "--follow", "-f"),
+         workspace: Optional[Path] = DirOption) -> None:
+    """Print a job's log; with --follow, until the job ends."""
+    from .cluster import read_log
+
+    cluster = _cluster(workspace)
+    job = cluster.job(job_id)
+    offset = 0
+    while True:
+        text, offset = read_log(job.dir, offset)
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        if not follow or job.refresh().record.finished:
+            if follow:  # what was written between the read and the status check
+                text, offset = read_log(job.dir, offset)
+                sys.stdout.write(text)
+            return
+        time.sleep(0.5)
+
+
+@app.command()
+def cancel(job_id: str = typer.Argument(..., metavar="JOB"), workspace: Optional[Path] = DirOption) -> None:
+    """Cancel a queued or running job."""
+    job = _cluster(workspace).job(job_id).cancel()
+    print(f"{job.id} {job.record.status}")
+
+
+@app.command()
+def priority(job_id: str = typer.Argument(..., metavar="JOB"), value: int = typer.Argument(..., metavar="P"),
+             workspace: Optional[Path] = DirOption) -> None:
+    """Change a job's priority (1..10000)."""
+    job = _cluster(workspace).job(job_id).set_priority(value)
+    print(f"{job.id} priority {job.record.priority}")
+
+
+@app.command("cluster")
+def cluster_cmd(as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
+    """Show hosts, slots, who holds each, free GPUs and the policy."""
+    status = _cluster(workspace).status()
+    _print_json(status) if as_json else console.print(render.cluster_table(status))
+
+
+@app.command()
+def worker(gpus: str = typer.Option("auto", help="GPU slots: a number (CPU slots) or 'auto'"),
+           host: Optional[str] = typer.Option(None, help="host name to register (default: this host's name)"),
+           slots: Optional[str] = typer.Option(None, hidden=True, help="explicit slot indices, e.g. 0,1"),
+           burst: bool = typer.Option(False, hidden=True),
+           workspace: Optional[Path] = DirOption) -> None:
+    """Run a worker: executes jobs and registers this host's GPU slots."""
+    from .cluster import _reachable
+    from .config import Settings
+    from .worker import run_worker
+
+    settings = Settings.load(workspace)
+    _reachable(settings)
+    slot_list = None
+    if slots is not None:
+        try:
+            slot_list = [] if slots in ("", "none") else [int(s) for s in slots.split(",")]
+        except ValueError:
+            raise typer.BadParameter(f"--slots must be comma-separated integers, got {slots!r}") from None
+    run_worker(settings, gpus=_gpus(gpus) if slot_list is None else len(slot_list), host=host, slots=slot_list,
+               burst=burst)
+
+
+@app.command()
+def scheduler(policy: Optional[str] = typer.Option(None, help="fairshare or priority (default: keep the cluster's)"),
+              workspace: Optional[Path] = DirOption) -> None:
+    """Run the scheduler (a second one waits as standby)."""
+    from .cluster import _reachable
+    from .config import Settings
+    from .scheduler import run_scheduler
+
+    if policy is not None and policy not in ("fairshare", "priority"):
+        raise typer.BadParameter(f"--policy must be fairshare or priority, got {policy!r}")
+    settings = Settings.load(workspace)
+    _reachable(settings)
+    run_scheduler(settings, policy)
+
+
+def _join_parameters(argv: list[str]) -> list[str]:
+    """``-p NAME VALUE`` (papermill's form) -> ``-p NAME=VALUE`` for the option parser."""
+    out, i = [], 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok in ("-p", "--parameter") and i + 1 < len(argv) and "=" not in argv[i + 1]:
+            if i + 2 >= len(argv):
+                raise UsageError(f"{tok} needs a name and a value")
+            out += [tok, f"{argv[i + 1]}={argv[i + 2]}"]
+            i += 3
+            continue
+        out.append(tok)
+        i += 1
+    return out
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """Entry point: one-line errors, exit 2 for usage errors and for no running cluster."""
+    try:
+        argv = _join_parameters(list(sys.argv[1:] if argv is None else argv))
+        rv = app(args=argv, prog_name="nbrunner", standalone_mode=False)
+    except (UsageError, ClickException) as exc:
+        print(f"nbrunner: {exc.format_message().splitlines()[0]}", file=sys.stderr)
+        sys.exit(2)
+    except Abort:
+        sys.exit(130)
+    except Exit as exc:
+        sys.exit(exc.exit_code)
+    except NoCluster as exc:
+        print(f"nbrunner: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except NbrunnerError as exc:
+        print(f"nbrunner: {exc}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # last resort: still one line
+        print(f"nbrunner: unexpected error: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(rv if isinstance(rv, int) else 0)

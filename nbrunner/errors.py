@@ -1,0 +1,28 @@
+"""Exceptions whose message is shown to the user as one line."""
+
+
+class NbrunnerError(Exception):
+    """Base class: ``str(exc)`` is a complete one-line message for the user."""
+
+    status = 400
+
+
+class InvalidRequest(NbrunnerError, ValueError):
+    """The request is wrong; nothing was changed."""
+
+
+class NotFound(NbrunnerError, KeyError):
+    status = 404
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else "not found"
+
+
+class Conflict(NbrunnerError):
+    status = 409
+
+
+class NoCluster(NbrunnerError):
+    """No running cluster could be reached."""
+
+    status = 503

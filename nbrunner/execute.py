@@ -1,0 +1,169 @@
+"""Execute one job with papermill: the function an rq work horse runs.
+
+The record is the source of truth: the job moves queued -> running only if this is
+still its current attempt, and ends completed or failed (one-line ``error``) only if it
+still runs as this attempt (a cancel or a re-queue after a lost worker wins).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+from pathlib import Path
+
+import nbformat
+
+from .config import Settings
+from .models import JobRecord, utcnow
+from .runtime import ENV_JOB_DIR, ENV_JOB_ID
+from .store import JobStore
+
+log = logging.getLogger("nbrunner.execute")
+JOB_GRACE_S = 30  # rq kills the work horse this long after the job's own timeout
+
+
+class JobTimeout(Exception):
+    pass
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe_failure(exc: BaseException, timeout: float | None) -> str:
+    """The one-line ``error`` of a failed job, naming its cause."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from papermill.exceptions import PapermillExecutionError
+    from rq.timeouts import JobTimeoutException
+
+    if isinstance(exc, PapermillExecutionError):
+        return one_line(f"{exc.ename}: {exc.evalue}" if exc.evalue else exc.ename)
+    if isinstance(exc, (CellTimeoutError, JobTimeoutException, JobTimeout)):
+        return f"timeout: the job ran longer than its {timeout:g} s limit" if timeout else "timeout"
+    if isinstance(exc, DeadKernelError):
+        return "kernel died (DeadKernelError): the notebook's process exited or was killed"
+    return one_line(f"{exc.__class__.__name__}: {exc}")
+
+
+def mark_failure(output: Path, error: str) -> None:
+    """Show where a job stopped when papermill did not mark it (timeout, dead kernel)."""
+    try:
+        nb = nbformat.read(str(output), as_version=4)
+    except Exception:
+        return
+    if any(c.get("metadata", {}).get("papermill", {}).get("exception") for c in nb.cells):
+        nb.metadata.setdefault("nbrunner", {})["error"] = error
+        nbformat.write(nb, str(output))
+        return
+    at = len(nb.cells)
+    for i, cell in enumerate(nb.cells):
+        if cell.get("metadata", {}).get("papermill", {}).get("status") == "running":
+            at = i + 1
+            break
+    note = nbformat.v4.new_markdown_cell(f"**nbrunner: the job failed here.** `{error}`")
+    note.metadata["tags"] = ["nbrunner-error"]
+    nb.cells.insert(at, note)
+    nb.metadata.setdefault("nbrunner", {})["error"] = error
+    nbformat.write(nb, str(output))
+
+
+def _start(store: JobStore, job_id: str, attempt: int, worker: str, host: str) -> JobRecord | None:
+    def change(rec: JobRecord) -> bool:
+        if rec.status != "queued" or rec.attempt != attempt or rec.cancel_requested:
+            return False
+        rec.status = "running"
+        rec.started_at = utcnow()
+        rec.worker = worker
+        rec.host = host
+        rec.released = False
+        rec.queue_position = None
+        return True
+
+    return store.update(job_id, change, event="started")
+
+
+def finish(store: JobStore, job_id: str, attempt: int, status: str, error: str | None) -> JobRecord | None:
+    """End the job as ``status`` if it is still running as ``attempt``."""
+
+    def change(rec: JobRecord) -> bool:
+        if rec.status != "running" or rec.attempt != attempt:
+            return False
+        rec.status = status
+        rec.error = error
+        rec.finished_at = utcnow()
+        if status == "completed":
+            rec.progress = 1.0
+        return True
+
+    return store.update(job_id, change, event=status)
+
+
+def job_environment(settings: Settings, rec: JobRecord) -> dict[str, str]:
+    env = {**settings.env(), ENV_JOB_ID: rec.id, ENV_JOB_DIR: str(settings.job_dir(rec.id))}
+    gpus = [str(index) for host, index in rec.slots]
+    env["NBRUNNER_GPUS"] = ",".join(gpus)
+    if not rec.elastic:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+    return env
+
+
+def run_job(job_id: str, attempt: int) -> str:
+    """Run attempt ``attempt`` of job ``job_id``; returns the final status (or 'skipped')."""
+    import papermill as pm
+
+    settings = Settings.load()
+    store = JobStore.from_url(settings.url)
+    worker = os.environ.get("RQ_WORKER_ID", "local")
+    host = os.environ.get("NBRUNNER_HOST") or socket.gethostname()
+    rec = _start(store, job_id, attempt, worker, host)
+    if rec is None:
+        return "skipped"
+
+    job_dir = settings.job_dir(job_id)
+    logs = job_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    output = job_dir / "output.ipynb"
+    os.environ.update(job_environment(settings, rec))
+
+    handler = logging.FileHandler(logs / "papermill.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    pm_logger = logging.getLogger("papermill")
+    pm_logger.addHandler(handler)
+    pm_logger.setLevel(logging.INFO)
+    notebook_dir = (settings.workspace / rec.notebook).parent
+    cwd = notebook_dir if notebook_dir.is_dir() else job_dir
+
+    status, error = "completed", None
+    with open(logs / "driver.log", "a", buffering=1) as out:
+        try:
+            pm.execute_notebook(
+                str(job_dir / "input.ipynb"),
+                str(output),
+                parameters=rec.parameters,
+                kernel_name=rec.kernel,
+                execution_timeout=math.ceil(rec.timeout) if rec.timeout else None,
+                progress_bar=False,
+                log_output=True,
+                stdout_file=out,
+                stderr_file=out,
+                cwd=str(cwd),
+                request_save_on_cell_execute=True,
+                autosave_cell_every=10,
+            )
+        except BaseException as exc:  # noqa: BLE001 - every way a notebook can end is recorded
+            status, error = "failed", describe_failure(exc, rec.timeout)
+            out.write(f"\n[nbrunner] job failed: {error}\n")
+            if output.exists():
+                mark_failure(output, error)
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                finish(store, job_id, attempt, status, error)
+                raise
+        finally:
+            pm_logger.removeHandler(handler)
+            handler.close()
+    final = finish(store, job_id, attempt, status, error)
+    if final is not None:
+        (job_dir / "job.json").write_text(final.model_dump_json(indent=1))
+    return status

@@ -1,0 +1,174 @@
+"""GPU slots in Redis: who holds each slot, each job's grant, and how a job confirms a release.
+
+- ``nbrunner:slots``: hash ``"host/index" -> job id``: the slots held right now.  Only the
+  scheduler adds to it (HSETNX: a slot is never held by two jobs); a job or its worker
+  removes its own entries when it confirmed that nothing runs on them any more.
+- ``nbrunner:grant:<job>``: JSON ``{"generation", "slots": [[host, index], ...]}``: what the
+  job should hold.  A grow is held at once; a shrink is held until the job releases.
+- ``nbrunner:slotlog``: stream of every grant and release; ``nbrunner:timeline:<job>``: the
+  job's GPU count over time, for the timeline chart.
+
+:class:`GrantClient` is what a running job (ElasticTrainer) uses to learn its grant and to
+confirm changes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Iterable
+
+import redis
+
+from .models import utcnow
+from .store import PREFIX, JobStore
+
+HOLDINGS = PREFIX + "slots"
+SLOTLOG = PREFIX + "slotlog"
+
+Slot = tuple[str, int]
+
+
+def slot_name(slot: Slot) -> str:
+    return f"{slot[0]}/{slot[1]}"
+
+
+def parse_slot(name: str) -> Slot:
+    host, _, index = name.rpartition("/")
+    return host, int(index)
+
+
+def grant_key(job_id: str) -> str:
+    return f"{PREFIX}grant:{job_id}"
+
+
+def timeline_key(job_id: str) -> str:
+    return f"{PREFIX}timeline:{job_id}"
+
+
+def holdings(r: redis.Redis) -> dict[Slot, str]:
+    return {parse_slot(k): v for k, v in r.hgetall(HOLDINGS).items()}
+
+
+def held_by(r: redis.Redis, job_id: str) -> list[Slot]:
+    return sorted(s for s, j in holdings(r).items() if j == job_id)
+
+
+def read_grant(r: redis.Redis, job_id: str) -> dict:
+    raw = r.get(grant_key(job_id))
+    return json.loads(raw) if raw else {"generation": 0, "slots": []}
+
+
+def write_grant(r: redis.Redis, job_id: str, slots: Iterable[Slot]) -> int:
+    """Publish a job's target slots; returns the new generation."""
+    cur = read_grant(r, job_id)
+    new = sorted([list(s) for s in slots])
+    if new == sorted(cur["slots"]):
+        return cur["generation"]
+    gen = cur["generation"] + 1
+    r.set(grant_key(job_id), json.dumps({"generation": gen, "slots": new}))
+    r.publish(grant_key(job_id), gen)
+    return gen
+
+
+def take(r: redis.Redis, job_id: str, slot: Slot) -> bool:
+    """Hold a free slot for ``job_id`` (False if someone holds it)."""
+    if not r.hsetnx(HOLDINGS, slot_name(slot), job_id):
+        return False
+    r.xadd(SLOTLOG, {"t": time.time(), "job": job_id, "slot": slot_name(slot), "action": "grant"},
+           maxlen=100000, approximate=True)
+    return True
+
+
+def release(r: redis.Redis, job_id: str, slots: Iterable[Slot], reason: str = "release") -> list[Slot]:
+    """Drop ``job_id``'s hold on ``slots`` (only those it holds); returns what was released."""
+    done = []
+    for slot in slots:
+        name = slot_name(tuple(slot))
+        with r.pipeline() as p:
+            while True:
+                try:
+                    p.watch(HOLDINGS)
+                    if p.hget(HOLDINGS, name) != job_id:
+                        p.reset()
+                        break
+                    p.multi()
+                    p.hdel(HOLDINGS, name)
+                    p.xadd(SLOTLOG, {"t": time.time(), "job": job_id, "slot": name, "action": reason},
+                           maxlen=100000, approximate=True)
+                    p.execute()
+                    done.append(tuple(slot))
+                    break
+                except redis.WatchError:
+                    continue
+    return done
+
+
+def sync_record(store: JobStore, job_id: str) -> None:
+    """Copy the job's held slots into its record (``gpus``, ``slots``) and its timeline."""
+    held = held_by(store.r, job_id)
+
+    def change(rec) -> bool:
+        slots = [list(s) for s in held]
+        if rec.slots == slots and rec.gpus == len(held):
+            return False
+        rec.slots, rec.gpus = slots, len(held)
+        return True
+
+    rec = store.update(job_id, change, event="gpus")
+    if rec is not None:
+        store.r.rpush(timeline_key(job_id), json.dumps({"t": utcnow(), "gpus": len(held)}))
+
+
+def timeline(r: redis.Redis, job_id: str) -> list[dict]:
+    return [json.loads(x) for x in r.lrange(timeline_key(job_id), 0, -1)]
+
+
+class GrantClient:
+    """A running job's view of its GPU grant.
+
+    ``declare(min, max)`` marks the job elastic; ``grant()`` returns ``(generation, slots)``;
+    ``release(slots)`` confirms that nothing of the job runs on ``slots`` any more.
+    """
+
+    def __init__(self, job_id: str | None = None, url: str | None = None):
+        self.job_id = job_id or os.environ["NBRUNNER_JOB_ID"]
+        self.store = JobStore.from_url(url or os.environ["NBRUNNER_REDIS_URL"])
+
+    def declare(self, min_gpus: int | None = None, max_gpus: int | None = None) -> None:
+        def change(rec) -> bool:
+            rec.elastic = True
+            if min_gpus is not None and max_gpus is not None and 0 <= min_gpus <= max_gpus:
+                rec.min_gpus, rec.max_gpus = min_gpus, max_gpus
+            return True
+
+        self.store.update(self.job_id, change, event="elastic")
+
+    def grant(self) -> tuple[int, list[Slot]]:
+        g = read_grant(self.store.r, self.job_id)
+        return g["generation"], [tuple(s) for s in g["slots"]]
+
+    def held(self) -> list[Slot]:
+        return held_by(self.store.r, self.job_id)
+
+    def wait(self, generation: int, timeout: float) -> tuple[int, list[Slot]]:
+        """Block until the grant's generation differs from ``generation`` (or timeout)."""
+        deadline = time.monotonic() + timeout
+        pubsub = self.store.r.pubsub(ignore_subscribe_messages=True)
+        pubsub.subscribe(grant_key(self.job_id))
+        try:
+            while True:
+                gen, slots = self.grant()
+                left = deadline - time.monotonic()
+                if gen != generation or left <= 0:
+                    return gen, slots
+                pubsub.get_message(timeout=min(left, 1.0))
+        finally:
+            pubsub.close()
+
+    def release(self, slots: Iterable[Slot]) -> list[Slot]:
+        done = release(self.store.r, self.job_id, slots)
+        if done:
+            sync_record(self.store, self.job_id)
+            self.store.emit("released", job=self.job_id)
+        return done

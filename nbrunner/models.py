@@ -1,0 +1,194 @@
+"""The job record and the request that creates one."""
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import InvalidRequest
+
+Status = Literal["queued", "running", "completed", "failed", "cancelled"]
+FINISHED = ("completed", "failed", "cancelled")
+PRIORITY_MIN, PRIORITY_MAX, PRIORITY_DEFAULT = 1, 10000, 5000
+
+# Fields of the public job record (DESIGN section 3), in display order.
+PUBLIC_FIELDS = (
+    "id", "name", "notebook", "parameters", "status", "priority", "min_gpus", "max_gpus", "gpus",
+    "owner", "created_at", "started_at", "finished_at", "output", "error", "progress", "metrics", "sweep",
+)
+
+
+def utcnow() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _check_json(value: Any, where: str) -> Any:
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where} must be JSON values ({exc})") from None
+    return json.loads(text)
+
+
+class JobRequest(BaseModel):
+    """What a user asks for: validated before anything is queued."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    notebook: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    name: str | None = None
+    min_gpus: int = 0
+    max_gpus: int | None = None
+    priority: int = PRIORITY_DEFAULT
+    timeout: float | None = None
+    kernel: str | None = None
+    sweep: str | None = None
+    retries: int | None = None
+
+    @field_validator("notebook")
+    @classmethod
+    def _notebook(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("notebook path is empty")
+        if "\x00" in v:
+            raise ValueError("notebook path contains a NUL byte")
+        return v
+
+    @field_validator("parameters")
+    @classmethod
+    def _parameters(cls, v: dict) -> dict:
+        for key in v:
+            if not key.isidentifier():
+                raise ValueError(f"parameter name {key!r} is not a Python identifier")
+        return _check_json(v, "parameters")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str | None) -> str | None:
+        if v is not None:
+            v = v.strip()
+            if not v or len(v) > 200 or any(ord(c) < 32 for c in v):
+                raise ValueError("name must be 1..200 printable characters")
+        return v
+
+    @field_validator("min_gpus", "max_gpus", "retries")
+    @classmethod
+    def _non_negative(cls, v: int | None, info) -> int | None:
+        if v is not None and v < 0:
+            raise ValueError(f"{info.field_name} must be >= 0, got {v}")
+        return v
+
+    @field_validator("priority")
+    @classmethod
+    def _priority(cls, v: int) -> int:
+        if not PRIORITY_MIN <= v <= PRIORITY_MAX:
+            raise ValueError(f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX}, got {v}")
+        return v
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError("timeout must be a number of seconds")
+        if not math.isfinite(v) or v <= 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {v}")
+        return float(v)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "JobRequest":
+        if self.max_gpus is None:
+            self.max_gpus = self.min_gpus
+        if self.min_gpus > self.max_gpus:
+            raise ValueError(f"min_gpus ({self.min_gpus}) is greater than max_gpus ({self.max_gpus})")
+        return self
+
+    @classmethod
+    def parse(cls, data: Any) -> "JobRequest":
+        """Validate a request, raising InvalidRequest with a one-line message."""
+        if not isinstance(data, dict):
+            raise InvalidRequest("a job request must be a JSON object")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise InvalidRequest(validation_message(exc)) from None
+
+
+def validation_message(exc: ValidationError) -> str:
+    """The first error of a pydantic ValidationError as one line naming the field."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    if err["type"] == "extra_forbidden":
+        return f"unknown field {loc!r}"
+    if err["type"] == "missing":
+        return f"missing field {loc!r}"
+    return f"{loc}: {msg}" if loc and loc not in msg else msg
+
+
+class JobRecord(BaseModel):
+    """The job record kept in Redis (public fields of DESIGN section 3 plus bookkeeping)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    name: str
+    notebook: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    status: Status = "queued"
+    priority: int = PRIORITY_DEFAULT
+    min_gpus: int = 0
+    max_gpus: int = 0
+    gpus: int = 0
+    owner: str = ""
+    created_at: str = Field(default_factory=utcnow)
+    started_at: str | None = None
+    finished_at: str | None = None
+    output: str | None = None
+    error: str | None = None
+    progress: float | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    sweep: str | None = None
+    # bookkeeping
+    timeout: float | None = None
+    kernel: str | None = None
+    retries: int = 2
+    attempt: int = 0  # number of times handed to a worker
+    lost: int = 0  # times re-queued after its worker was lost
+    dispatched: bool = False  # handed to rq for the current attempt
+    worker: str | None = None
+    host: str | None = None
+    slots: list[list[Any]] = Field(default_factory=list)  # [[host, index], ...] held now
+    elastic: bool = False
+    released: bool = True  # the worker confirmed nothing of the job runs anymore
+    cancel_requested: bool = False
+    queue_position: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.model_dump()
+        extra = {k: d[k] for k in ("timeout", "kernel", "attempt", "worker", "queue_position")}
+        return {**{k: d[k] for k in PUBLIC_FIELDS}, **extra}
+
+    def duration(self) -> float | None:
+        start = parse_time(self.started_at)
+        if start is None:
+            return None
+        end = parse_time(self.finished_at) or datetime.now(timezone.utc)
+        return max(0.0, (end - start).total_seconds())

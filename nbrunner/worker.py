@@ -1,0 +1,191 @@
+"""``nbrunner worker``: an rq worker that runs notebook jobs and registers its host's slots.
+
+Besides rq's own bookkeeping the worker keeps ``nbrunner:worker:<name>`` alive with a
+short TTL (a heartbeat thread), so a worker killed with SIGKILL disappears within
+``WORKER_TTL`` seconds and the scheduler re-queues its job.  The worker is a child
+subreaper: whatever a job leaves behind (kernel, learners) is re-parented to it and
+killed when the job ends.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from typing import Any
+
+import psutil
+from rq import Worker
+
+from .config import Settings
+from .models import JobRecord
+from .queues import DEFAULT_QUEUE, host_queue, rq_connection
+from .store import PREFIX, JobStore
+
+WORKER_TTL = float(os.environ.get("NBRUNNER_WORKER_TTL", "10"))
+HEARTBEAT_INTERVAL = WORKER_TTL / 5
+WORKERS = PREFIX + "workers"
+log = logging.getLogger("nbrunner.worker")
+
+
+def worker_key(name: str) -> str:
+    return f"{PREFIX}worker:{name}"
+
+
+def detect_gpus() -> int:
+    """Number of NVIDIA GPUs, found without initializing CUDA in this process."""
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return 0
+    try:
+        out = subprocess.run([exe, "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20, check=True).stdout
+    except (subprocess.SubprocessError, OSError):
+        return 0
+    return sum(1 for line in out.splitlines() if line.strip())
+
+
+def become_subreaper() -> None:
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except OSError:  # not Linux: leftovers are still killed by process group
+        pass
+
+
+def kill_children(exclude: set[int] = frozenset()) -> int:
+    """SIGKILL every descendant of this process (but ``exclude``); returns how many."""
+    me = psutil.Process()
+    procs = [p for p in me.children(recursive=True) if p.pid not in exclude]
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=5)
+    return len(procs)
+
+
+class NbrunnerWorker(Worker):
+    """An rq worker that runs :func:`nbrunner.execute.run_job` and settles the record after."""
+
+    def __init__(self, *args: Any, store: JobStore, host: str, slots: list[int], device: str = "cpu", **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.store = store
+        self.host = host
+        self.slots = slots
+        self.device = device
+        self.current: tuple[str, int] | None = None
+        self._beat_stop = threading.Event()
+        self._beat_thread: threading.Thread | None = None
+
+    # ---- registration and heartbeat -------------------------------------------------
+    def registration(self) -> dict[str, Any]:
+        return {"name": self.name, "host": self.host, "slots": self.slots, "device": self.device,
+                "pid": os.getpid(), "job": self.current[0] if self.current else None, "time": time.time()}
+
+    def beat(self) -> None:
+        with self.store.r.pipeline() as p:
+            p.set(worker_key(self.name), json.dumps(self.registration()), px=int(WORKER_TTL * 1000))
+            p.sadd(WORKERS, self.name)
+            p.execute()
+
+    def _beat_loop(self) -> None:
+        while not self._beat_stop.wait(HEARTBEAT_INTERVAL):
+            try:
+                self.beat()
+                self._check_current()
+            except Exception as exc:  # Redis restarting: keep trying
+                log.warning("heartbeat failed: %s", exc.__class__.__name__)
+
+    def _check_current(self) -> None:
+        """Kill the work horse if its job was cancelled or handed to another worker."""
+        cur = self.current
+        if cur is None or not self.horse_pid:
+            return
+        rec = self.store.find(cur[0])
+        if rec is None or rec.attempt != cur[1] or rec.cancel_requested or (
+            rec.status != "queued" and rec.worker not in (None, self.name)
+        ):
+            log.warning("job %s is no longer this worker's: stopping it", cur[0])
+            self.kill_horse()
+
+    def register_birth(self) -> None:
+        super().register_birth()
+        self.beat()
+        self._beat_thread = threading.Thread(target=self._beat_loop, name="nbrunner-heartbeat", daemon=True)
+        self._beat_thread.start()
+        self.store.emit("worker_joined", worker=self.name, host=self.host)
+
+    def register_death(self) -> None:
+        self._beat_stop.set()
+        try:
+            with self.store.r.pipeline() as p:
+                p.delete(worker_key(self.name))
+                p.srem(WORKERS, self.name)
+                p.execute()
+            self.store.emit("worker_left", worker=self.name, host=self.host)
+        except Exception:
+            pass
+        super().register_death()
+
+    # ---- jobs ---------------------------------------------------------------------
+    def execute_job(self, job, queue) -> None:
+        job_id, attempt = job.args[0], job.args[1]
+        self.current = (job_id, attempt)
+        try:
+            super().execute_job(job, queue)
+        finally:
+            self.current = None
+            kill_children()
+            self._settle(job_id, attempt)
+
+    def _settle(self, job_id: str, attempt: int) -> None:
+        """After the horse is gone: record a death it could not record, and the release."""
+
+        def change(rec: JobRecord) -> bool:
+            if rec.attempt != attempt or rec.worker != self.name:
+                return False
+            if rec.status == "running":
+                rec.status = "failed"
+                rec.error = "worker process died: the job's process was killed"
+                from .models import utcnow
+
+                rec.finished_at = utcnow()
+            rec.released = True
+            return True
+
+        try:
+            self.store.update(job_id, change, event="released")
+        except Exception as exc:
+            log.warning("could not settle job %s: %s", job_id, exc)
+
+
+def run_worker(settings: Settings, gpus: int | None = 0, host: str | None = None, slots: list[int] | None = None,
+               name: str | None = None, burst: bool = False) -> None:
+    """Run a worker in this process until SIGINT/SIGTERM."""
+    host = host or os.environ.get("NBRUNNER_HOST") or socket.gethostname()
+    os.environ["NBRUNNER_HOST"] = host
+    os.environ.update(settings.env())
+    device = "cpu"
+    if gpus is None:  # auto
+        gpus = detect_gpus()
+        device = "cuda" if gpus else "cpu"
+    slots = list(range(gpus)) if slots is None else slots
+    store = JobStore.from_url(settings.url)
+    conn = rq_connection(store)
+    become_subreaper()
+    name = name or f"{host}.{os.getpid()}"
+    worker = NbrunnerWorker([host_queue(host), DEFAULT_QUEUE], connection=conn, name=name, store=store, host=host,
+                            slots=slots, device=device)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        worker.work(burst=burst, with_scheduler=False, logging_level="WARNING", max_idle_time=None)
+    finally:
+        kill_children()
