@@ -109,10 +109,23 @@ def job_environment(settings: Settings, rec: JobRecord) -> dict[str, str]:
     return env
 
 
+def die_with_parent() -> None:
+    """SIGKILL this process when its parent (the worker) dies, so a lost worker's job never
+    keeps running beside its re-run."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def run_job(job_id: str, attempt: int) -> str:
     """Run attempt ``attempt`` of job ``job_id``; returns the final status (or 'skipped')."""
     import papermill as pm
 
+    die_with_parent()
     settings = Settings.load()
     store = JobStore.from_url(settings.url)
     worker = os.environ.get("RQ_WORKER_ID", "local")

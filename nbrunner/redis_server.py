@@ -137,7 +137,7 @@ class EmbeddedRedis:
                     f"logfile {self.log_path}",
                     "daemonize no",
                     "appendonly yes",
-                    "appendfsync everysec",
+                    "appendfsync always",  # a queued job is never lost, even to SIGKILL
                     'save ""',
                     "databases 1",
                     "maxclients 4000",

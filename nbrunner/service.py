@@ -31,10 +31,15 @@ def new_id() -> str:
 
 
 def resolve_notebook(settings: Settings, notebook: str, base: Path | None = None) -> Path:
-    """The notebook's real path, refused unless it is a notebook file inside the workspace."""
+    """The notebook's real path, refused unless it is a notebook file inside the workspace.
+
+    A relative path is taken from ``base`` (the caller's directory) if it exists there, else
+    from the workspace root."""
     root = settings.workspace
     raw = Path(notebook).expanduser()
-    path = raw if raw.is_absolute() else (base or root) / raw
+    path = raw if raw.is_absolute() else root / raw
+    if base is not None and not raw.is_absolute() and (base / raw).exists():
+        path = base / raw  # CLI and Python: relative to the current directory first
     try:
         real = path.resolve(strict=True)
     except FileNotFoundError:

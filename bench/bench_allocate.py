@@ -1,0 +1,85 @@
+"""Benchmark nbrunner.allocate.allocate against sorted() on the same demands.
+
+10,000 random demands (fixed seed) on 8,000 GPUs, both policies. The baseline is
+``sorted(demands, key=...)`` by the policy's order key without the running flag
+((submitted_at, id) or (-priority, submitted_at, id)), i.e. the cheapest sort
+that could produce the order. Goal: allocate() within 25x of that sort.
+
+Run: ``python bench/bench_allocate.py``.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+try:
+    from nbrunner.allocate import allocate
+except ImportError:  # run as a script from anywhere
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from nbrunner.allocate import allocate
+
+N_JOBS = 10_000
+N_GPUS = 8_000
+REPEATS = 11
+GOAL = 25.0
+KEYS = {
+    "fairshare": lambda d: (d["submitted_at"], d["id"]),
+    "priority": lambda d: (-d["priority"], d["submitted_at"], d["id"]),
+}
+
+
+def make_demands(n: int = N_JOBS, seed: int = 20240501, iso: bool = False) -> list[dict]:
+    """Random demands: min 0..4, max min..min+32, priority 1..10000, 10% running."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        lo = rng.randint(0, 4)
+        t = 1.7e9 + rng.uniform(0, 86400)
+        if iso:
+            t = datetime.fromtimestamp(round(t, 3), timezone.utc).isoformat()
+        out.append({"id": f"job-{rng.getrandbits(48):012x}-{i}", "min_gpus": lo, "max_gpus": lo + rng.randint(0, 32),
+                    "priority": rng.randint(1, 10000), "submitted_at": t, "running": rng.random() < 0.1})
+    return out
+
+
+def _median_time(fn, repeats: int = REPEATS) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def run() -> list[dict]:
+    """Rows {benchmark, value, baseline, ratio, goal, ok}; times in seconds."""
+    rows = []
+    cases = [("fairshare", False), ("priority", False), ("fairshare", True)]
+    for policy, iso in cases:
+        demands = make_demands(iso=iso)
+        key = KEYS[policy]
+        value = _median_time(lambda: allocate(N_GPUS, demands, policy))
+        baseline = _median_time(lambda: sorted(demands, key=key))
+        ratio = value / baseline
+        name = f"allocate {policy}, {N_JOBS:,} jobs / {N_GPUS:,} GPUs" + (", ISO-8601 times" if iso else "")
+        rows.append({"benchmark": name, "value": value, "baseline": baseline, "ratio": ratio,
+                     "goal": f"<= {GOAL:g}x sorted()", "ok": ratio <= GOAL})
+    return rows
+
+
+def format_rows(rows: list[dict]) -> str:
+    lines = ["| benchmark | value | baseline | ratio | goal | ok |", "|---|---:|---:|---:|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['benchmark']} | {r['value'] * 1e3:.2f} ms | {r['baseline'] * 1e3:.2f} ms | "
+                     f"{r['ratio']:.2f}x | {r['goal']} | {'yes' if r['ok'] else 'NO'} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(format_rows(run()))

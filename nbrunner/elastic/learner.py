@@ -1,0 +1,669 @@
+"""A learner process: ``python -m nbrunner.elastic.learner --addr HOST --port PORT --id LID``.
+
+Life cycle
+----------
+1. connect to the driver's TCPStore, unpickle the payload (model, optimizer, loss,
+   dataset function, config), build the datasets, import what DDP needs, post ``ready``;
+2. wait for a generation plan that includes it (``plan/<g>``, announced through ``req``);
+3. for each generation: arrival barrier, ``init_process_group`` under a per-generation
+   PrefixStore, take the state from the plan's source learner by broadcast, train;
+4. every step the learners all-reduce a small control vector ``[req, loss]`` (overlapped
+   with ``optimizer.step()``): ``req`` is the newest plan the rank-0 learner's poller thread
+   saw in the store, so all learners agree on the step after which they switch to it;
+5. a collective that fails (peer died, timeout) sends the learner back to step 2 after
+   reporting ``fail`` with the step of its newest in-memory snapshot; the driver then plans
+   a recovery generation whose source restores the best snapshot.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import io
+import os
+import pickle
+import socket
+import sys
+import threading
+import time
+import traceback
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+import torch.distributed as dist
+
+from .protocol import (
+    FINAL, PAYLOAD, REQ, Plan, abort_key, arrive_key, epoch_permutation, plan_key, pg_prefix,
+    post, split_bounds, step_seed,
+)
+
+_COMM_MARKERS = (
+    "gloo", "nccl", "connection closed", "connection reset", "timed out", "timeout",
+    "broken pipe", "pair.cc", "processgroup", "socket", "peer", "connection refused",
+)
+
+
+class _Exit(Exception):
+    def __init__(self, code: int = 0):
+        self.code = code
+
+
+class _Aborted(Exception):
+    pass
+
+
+def _is_comm_error(e: BaseException) -> bool:
+    if isinstance(e, (_Aborted, dist.DistError, ConnectionError, TimeoutError)):
+        return True
+    msg = str(e).lower()
+    return isinstance(e, RuntimeError) and any(m in msg for m in _COMM_MARKERS)
+
+
+def _sum_hook(state, bucket):
+    """DDP comm hook: SUM (no averaging); each learner already weighted its loss by its
+    share of the global batch."""
+    fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
+    return fut.then(lambda f: f.value()[0])
+
+
+def fetch(ds, idx: torch.Tensor):
+    """The samples ``idx`` of ``ds`` as a collated batch."""
+    from torch.utils.data import Subset, TensorDataset, default_collate
+
+    if isinstance(ds, TensorDataset):
+        return tuple(t[idx] for t in ds.tensors)
+    if isinstance(ds, Subset) and isinstance(ds.dataset, TensorDataset):
+        inner = torch.as_tensor(ds.indices)[idx]
+        return tuple(t[inner] for t in ds.dataset.tensors)
+    return default_collate([ds[i] for i in idx.tolist()])
+
+
+def _split_batch(batch):
+    if isinstance(batch, (tuple, list)) and len(batch) == 2:
+        return batch[0], batch[1]
+    if isinstance(batch, dict) and {"x", "y"} <= set(batch):
+        return batch["x"], batch["y"]
+    raise TypeError("dataset items must be (input, target) pairs")
+
+
+def _to(obj, device):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device, non_blocking=True)
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(_to(o, device) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _to(v, device) for k, v in obj.items()}
+    return obj
+
+
+def _batch_len(x) -> int:
+    if isinstance(x, torch.Tensor):
+        return int(x.shape[0])
+    if isinstance(x, (tuple, list)):
+        return _batch_len(x[0])
+    if isinstance(x, dict):
+        return _batch_len(next(iter(x.values())))
+    return len(x)
+
+
+class _Poller(threading.Thread):
+    """Background thread with its own store connection: keeps ``req`` fresh and forwards
+    queued records to the driver, so the training loop never waits on the store."""
+
+    def __init__(self, addr: str, port: int, timeout: float, interval: float = 0.005):
+        super().__init__(daemon=True, name="nbrunner-poller")
+        self.store = dist.TCPStore(addr, port, is_master=False, timeout=timedelta(seconds=timeout))
+        self.req = 0
+        self.interval = interval
+        self.error: Optional[BaseException] = None
+        self._buf: list[dict] = []
+        self._urgent = False
+        self._lock = threading.Lock()
+        self._ev = threading.Event()
+        self._stop = False
+        self._last_flush = 0.0
+
+    def push(self, rec: dict, urgent: bool = False) -> None:
+        with self._lock:
+            self._buf.append(rec)
+            self._urgent = self._urgent or urgent
+        if urgent:
+            self._ev.set()
+
+    def flush(self) -> None:
+        with self._lock:
+            buf, self._buf, self._urgent = self._buf, [], False
+        if buf:
+            post(self.store, buf)
+        self._last_flush = time.monotonic()
+
+    def run(self) -> None:
+        while not self._stop:
+            self._ev.wait(self.interval)
+            self._ev.clear()
+            try:
+                self.req = self.store.add(REQ, 0)
+                if self._buf and (self._urgent or time.monotonic() - self._last_flush > 0.05):
+                    self.flush()
+            except Exception as e:  # driver gone
+                self.error = e
+                return
+
+    def close(self) -> None:
+        self._stop = True
+        self._ev.set()
+        self.join(timeout=2)
+        if self.error is None:
+            try:
+                self.flush()
+            except Exception:
+                pass
+
+
+class _Snapshot:
+    __slots__ = ("step", "model", "opt", "ts")
+
+    def __init__(self, step, model, opt, ts):
+        self.step, self.model, self.opt, self.ts = step, model, opt, ts
+
+
+def _clone_state(obj, device=None):
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach()
+        return t.to(device, copy=True) if device is not None else t.clone()
+    if isinstance(obj, dict):
+        return {k: _clone_state(v, device) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_clone_state(v, device) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_clone_state(v, device) for v in obj)
+    return copy.deepcopy(obj)
+
+
+def _strip_tensors(obj, out: list):
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+        return ("__tensor__", len(out) - 1)
+    if isinstance(obj, dict):
+        return {k: _strip_tensors(v, out) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_strip_tensors(v, out) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_strip_tensors(v, out) for v in obj)
+    return obj
+
+
+def _fill_tensors(obj, tensors: list):
+    if isinstance(obj, tuple) and len(obj) == 2 and obj[0] == "__tensor__":
+        return tensors[obj[1]]
+    if isinstance(obj, dict):
+        return {k: _fill_tensors(v, tensors) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_fill_tensors(v, tensors) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_fill_tensors(v, tensors) for v in obj)
+    return obj
+
+
+class Learner:
+    def __init__(self, addr: str, port: int, lid: str):
+        self.addr, self.port, self.lid = addr, port, lid
+        self.device = torch.device("cpu")
+        self.gen = 0
+        self.checked = 0
+        self.was_active = False
+        self.failed = False        # reported a failure since its last successful join
+        self.clean = True          # live state is a consistent step-boundary state
+        self.snap: Optional[_Snapshot] = None
+        self.t_last_step: Optional[float] = None
+        self._perm_epoch = -1
+        self._perm = None
+        self._ckpt_thread: Optional[threading.Thread] = None
+
+    # ---------------------------------------------------------------- setup
+    def log(self, msg: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')} learner {self.lid}] {msg}", flush=True)
+
+    def connect(self) -> None:
+        t = float(os.environ.get("NBRUNNER_ELASTIC_STORE_TIMEOUT", "60"))
+        self.store = dist.TCPStore(self.addr, self.port, is_master=False, timeout=timedelta(seconds=t))
+
+    def load(self) -> None:
+        import cloudpickle
+
+        for p in reversed([p for p in os.environ.get("NBRUNNER_ELASTIC_SYSPATH", "").split(os.pathsep) if p]):
+            if p not in sys.path:
+                sys.path.append(p)
+        payload = cloudpickle.loads(self.store.get(PAYLOAD))
+        self.cfg = cfg = payload["config"]
+        self.model, self.opt, self.loss_fn, get_datasets, self.metrics = payload["objects"]
+        self.ts = payload["train_state"]
+        self.timeout = float(cfg["timeout"])
+        self.poller = _Poller(self.addr, self.port, max(self.timeout, 30.0))
+        self.poller.start()
+        if os.environ.get("NBRUNNER_ELASTIC_DEVICE", "cpu") == "cuda":
+            torch.cuda.set_device(0)
+            self.device = torch.device("cuda", 0)
+        ds = get_datasets()
+        if not isinstance(ds, (tuple, list)) or len(ds) != 2:
+            raise TypeError("get_datasets() must return (train_dataset, test_dataset)")
+        self.train_ds, self.test_ds = ds
+        self.n_train = len(self.train_ds)
+        self.n_test = len(self.test_ds) if self.test_ds is not None else 0
+        self.B = int(cfg["effective_batch_size"])
+        self.spe = self.n_train // self.B
+        if self.spe < 1:
+            raise ValueError(f"the training set has {self.n_train} samples, fewer than effective_batch_size={self.B}")
+        self.total = self.spe * int(cfg["epochs"])
+        self.model.to(self.device)
+        if cfg.get("sync_batchnorm"):
+            from .sync_bn import convert_sync_batchnorm
+
+            self.model = convert_sync_batchnorm(self.model, self.device.type)
+        self.model.train()
+        # DistributedDataParallel imports torch._dynamo on first use (~1 s): do it now, while
+        # the current learners keep training, instead of during the resize pause.
+        import torch._dynamo  # noqa: F401
+        from torch.nn.parallel import DistributedDataParallel  # noqa: F401
+
+        torch.set_num_threads(max(1, int(os.environ.get("NBRUNNER_ELASTIC_THREADS", "1"))))
+        post(self.store, [{"type": "ready", "lid": self.lid, "pid": os.getpid(), "host": socket.gethostname(),
+                           "n_train": self.n_train, "n_test": self.n_test, "steps_per_epoch": self.spe}])
+        self.log(f"ready: {self.n_train} train / {self.n_test} test samples, {self.spe} steps per epoch")
+
+    # ---------------------------------------------------------------- control
+    def _req(self) -> int:
+        return self.store.add(REQ, 0)
+
+    def _aborted(self, g: int) -> bool:
+        return self.store.check([abort_key(g)])
+
+    def wait_plan(self) -> Plan:
+        while True:
+            req = self._req()
+            if req > self.checked:
+                self.checked = req
+                plan = Plan.loads(self.store.get(plan_key(req)))
+                if self.lid in plan.members:
+                    if (self.failed and plan.mode == "live") or self._aborted(req):
+                        self.report_fail(req)
+                        continue
+                    return plan
+                if self.was_active:
+                    raise _Exit(0)
+            time.sleep(0.002)
+
+    def report_fail(self, g: int, err: str = "") -> None:
+        if self.clean and (self.snap is None or self.snap.step < self.ts["step"]):
+            self.snapshot()
+        self.failed = True
+        post(self.store, [{"type": "fail", "lid": self.lid, "gen": g, "step": self.ts["step"],
+                           "snap_step": self.snap.step if self.snap is not None else None,
+                           "t_last_step": self.t_last_step, "error": err[-2000:]}])
+
+    # ---------------------------------------------------------------- state
+    def snapshot(self) -> None:
+        self.snap = _Snapshot(self.ts["step"], _clone_state(self.model.state_dict()),
+                              _clone_state(self.opt.state_dict()), copy.deepcopy(self.ts))
+
+    def restore(self, snap: _Snapshot) -> None:
+        with torch.no_grad():
+            self.model.load_state_dict(snap.model)
+        self.opt.load_state_dict(_clone_state(snap.opt))
+        self.ts = copy.deepcopy(snap.ts)
+
+    def load_checkpoint(self, path: str) -> None:
+        ck = torch.load(path, map_location=self.device, weights_only=True)
+        with torch.no_grad():
+            self.model.load_state_dict(ck["model"])
+        self.opt.load_state_dict(ck["optimizer"])
+        self.ts = ck["train_state"]
+
+    def broadcast_state(self, src: int, rank: int) -> None:
+        obj: list[Any] = [None]
+        tensors: list[torch.Tensor] = []
+        if rank == src:
+            sd = self.model.state_dict()
+            mkeys = list(sd.keys())
+            tensors.extend(sd[k] for k in mkeys)
+            nmodel = len(tensors)
+            ostate = _strip_tensors(self.opt.state_dict(), tensors)
+            obj[0] = {"ts": self.ts, "mkeys": mkeys, "nmodel": nmodel, "opt": ostate,
+                      "spec": [(t.dtype, tuple(t.shape)) for t in tensors]}
+        dev = self.device if self.device.type == "cuda" else None
+        dist.broadcast_object_list(obj, src=src, device=dev)
+        meta = obj[0]
+        spec = meta["spec"]
+        if rank != src:
+            self.clean = False
+        # one flat buffer per dtype
+        by_dtype: dict = {}
+        for i, (dt, shape) in enumerate(spec):
+            by_dtype.setdefault(dt, []).append(i)
+        received: list[Optional[torch.Tensor]] = [None] * len(spec)
+        for dt, idxs in sorted(by_dtype.items(), key=lambda kv: str(kv[0])):
+            numels = [int(torch.Size(spec[i][1]).numel()) for i in idxs]
+            if rank == src:
+                flat = torch.cat([tensors[i].detach().reshape(-1).to(self.device) for i in idxs]) if idxs else None
+            else:
+                flat = torch.empty(sum(numels), dtype=dt, device=self.device)
+            dist.broadcast(flat, src=src)
+            if rank != src:
+                off = 0
+                for i, n in zip(idxs, numels):
+                    received[i] = flat[off:off + n].view(spec[i][1])
+                    off += n
+        if rank != src:
+            sd = self.model.state_dict()
+            with torch.no_grad():
+                for k, t in zip(meta["mkeys"], received[:meta["nmodel"]]):
+                    sd[k].copy_(t)
+            self.opt.load_state_dict(_fill_tensors(meta["opt"], [
+                t.clone() if t is not None else None for t in received]))
+            self.ts = meta["ts"]
+
+    # ---------------------------------------------------------------- generations
+    def run(self) -> int:
+        self.connect()
+        self.load()
+        plan = self.wait_plan()
+        while True:
+            outcome = self.run_gen(plan)
+            if outcome == "done":
+                return 0
+            if outcome == "failed":
+                plan = self.wait_plan()
+                continue
+            g = int(outcome)
+            self.checked = max(self.checked, g)
+            plan = Plan.loads(self.store.get(plan_key(g)))
+            if self.lid not in plan.members:
+                raise _Exit(0)
+
+    def _barrier(self, plan: Plan) -> None:
+        g = plan.gen
+        self.store.set(arrive_key(g, self.lid), b"1")
+        keys = [arrive_key(g, m) for m in plan.members]
+        deadline = time.monotonic() + self.timeout
+        while not self.store.check(keys):
+            if self._aborted(g) or self._req() > g:
+                raise _Aborted(f"generation {g} abandoned")
+            if time.monotonic() > deadline:
+                raise _Aborted(f"generation {g}: not all learners arrived within {self.timeout:.0f}s")
+            time.sleep(0.001)
+
+    def _teardown(self) -> None:
+        self.net = None
+        if dist.is_initialized():
+            try:
+                dist.destroy_process_group()
+            except Exception:
+                pass
+
+    def run_gen(self, plan: Plan):
+        g = plan.gen
+        self.gen = g
+        self.was_active = True
+        rank = plan.members.index(self.lid)
+        W = plan.world
+        src = plan.members.index(plan.source)
+        try:
+            self._barrier(plan)
+            kw = {}
+            if plan.backend == "nccl":
+                kw["device_id"] = self.device
+            dist.init_process_group(plan.backend, store=dist.PrefixStore(pg_prefix(g), self.store),
+                                    rank=rank, world_size=W, timeout=timedelta(seconds=self.timeout), **kw)
+            if self.lid == plan.source:
+                if plan.mode == "snapshot":
+                    if self.snap is None:
+                        raise RuntimeError("recovery source has no snapshot")
+                    self.restore(self.snap)
+                elif plan.mode == "restart" and plan.checkpoint:
+                    self.load_checkpoint(plan.checkpoint)
+            if W > 1:
+                self.broadcast_state(src, rank)
+            self.clean = True
+            self.failed = False
+            self.snapshot()
+            n = plan.threads.get(self.lid) if plan.threads else 0
+            if n:
+                torch.set_num_threads(int(n))
+            return self.train(plan, rank)
+        except _Exit:
+            self._teardown()
+            raise
+        except Exception as e:
+            if not _is_comm_error(e):
+                raise
+            err = f"{type(e).__name__}: {e}"
+            self.log(f"generation {g} failed: {err}")
+            self._teardown()
+            self.report_fail(g, err)
+            return "failed"
+
+    # ---------------------------------------------------------------- training
+    def train(self, plan: Plan, rank: int):
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        W = plan.world
+        cfg = self.cfg
+        ts = self.ts
+        if W > 1:
+            net = DDP(self.model, device_ids=[0] if self.device.type == "cuda" else None,
+                      broadcast_buffers=bool(cfg.get("broadcast_buffers", True)), init_sync=False,
+                      find_unused_parameters=bool(cfg.get("find_unused_parameters", False)))
+            net.register_comm_hook(None, _sum_hook)
+        else:
+            net = self.model
+        self.net = net
+        if not ts["sizes"] or ts["sizes"][-1] != W:
+            ts["sizes"].append(W)
+        is_source = self.lid == plan.source
+        t_prev = self.t_last_step
+        first = True
+        snapshot_every = max(1, int(cfg.get("snapshot_every", 10)))
+        while True:
+            if self.poller.error is not None:
+                raise _Exit(3)
+            if ts["step"] // self.spe > len(ts["epochs"]):
+                self.end_epoch(W, rank)
+            if ts["step"] >= self.total:
+                self.finish(rank)
+                return "done"
+            if first:
+                first = False
+                if is_source:
+                    now = time.time()
+                    self.poller.push({"type": "gen", "gen": plan.gen, "step": ts["step"], "from": plan.prev_world,
+                                      "to": W, "reason": plan.reason, "mode": plan.mode, "lid": self.lid,
+                                      "pause_s": (now - t_prev) if (t_prev is not None and plan.reason != "start") else None,
+                                      "t": now}, urgent=True)
+            req = self.step(net, W, rank)
+            ts = self.ts
+            if ts["step"] % snapshot_every == 0:
+                self.snapshot()
+            if req > plan.gen:
+                self._teardown()
+                return req
+
+    def step(self, net, W: int, rank: int) -> int:
+        ts = self.ts
+        B = self.B
+        step = ts["step"]
+        epoch, pos = divmod(step, self.spe)
+        if self._perm_epoch != epoch:
+            self._perm = epoch_permutation(self.n_train, self.cfg["seed"], epoch)
+            self._perm_epoch = epoch
+        lo, hi = split_bounds(B, W, rank)
+        idx = self._perm[pos * B + lo:pos * B + hi]
+        x, y = _split_batch(fetch(self.train_ds, idx))
+        x, y = _to(x, self.device), _to(y, self.device)
+        torch.manual_seed(step_seed(self.cfg["seed"], step, rank))
+        self.clean = False
+        self.opt.zero_grad(set_to_none=True)
+        out = net(x)
+        loss = self.loss_fn(out, y) * ((hi - lo) / B)
+        loss.backward()
+        if W > 1:
+            ctl = torch.stack([torch.tensor(float(self.poller.req if rank == 0 else 0), dtype=torch.float64,
+                                            device=loss.device), loss.detach().to(torch.float64)])
+            work = dist.all_reduce(ctl, async_op=True)
+            self.opt.step()
+            work.wait()
+            req = int(ctl[0].item())
+            gloss = float(ctl[1].item())
+        else:
+            self.opt.step()
+            req = self.poller.req
+            gloss = float(loss.item())
+        ts["step"] = step + 1
+        ts["loss_sum"] += gloss
+        ts["loss_n"] += 1
+        self.clean = True
+        self.t_last_step = time.time()
+        if rank == 0:
+            self.poller.push({"type": "step", "step": step + 1, "loss": gloss, "world": W, "t": self.t_last_step})
+            self.poller._ev.set()
+        return req
+
+    def validate(self, W: int, rank: int) -> dict:
+        out_rec: dict = {}
+        if self.test_ds is None or self.n_test == 0:
+            return out_rec
+        model = self.model
+        model.eval()
+        lo, hi = split_bounds(self.n_test, W, rank)
+        bs = int(self.cfg.get("eval_batch_size") or 512)
+        names = list(self.metrics) if self.metrics else []
+        sums = torch.zeros(4 + len(names), dtype=torch.float64)
+        with torch.no_grad():
+            for b in range(lo, hi, bs):
+                idx = torch.arange(b, min(b + bs, hi))
+                x, y = _split_batch(fetch(self.test_ds, idx))
+                x, y = _to(x, self.device), _to(y, self.device)
+                out = model(x)
+                n = _batch_len(y)
+                sums[0] += float(self.loss_fn(out, y)) * n
+                sums[1] += n
+                if (isinstance(out, torch.Tensor) and out.dim() == 2 and out.shape[1] > 1 and isinstance(y, torch.Tensor)
+                        and y.dim() == 1 and not y.is_floating_point()):
+                    sums[2] += float((out.argmax(1) == y).sum())
+                    sums[3] += 1
+                for j, name in enumerate(names):
+                    sums[4 + j] += float(self.metrics[name](out, y)) * n
+        model.train()
+        if W > 1:
+            t = sums.to(self.device)
+            dist.all_reduce(t)
+            sums = t.cpu()
+        n = max(float(sums[1]), 1.0)
+        out_rec["val_loss"] = float(sums[0]) / n
+        if sums[3] > 0:
+            out_rec["val_accuracy"] = float(sums[2]) / n
+        for j, name in enumerate(names):
+            out_rec[f"val_{name}"] = float(sums[4 + j]) / n
+        return out_rec
+
+    def end_epoch(self, W: int, rank: int) -> None:
+        ts = self.ts
+        e = len(ts["epochs"]) + 1
+        val = self.validate(W, rank)
+        rec = {"epoch": e, "train_loss": ts["loss_sum"] / max(1, ts["loss_n"]), **val,
+               "world_sizes": list(ts["sizes"]), "step": ts["step"], "time": time.time()}
+        ts["epochs"].append(rec)
+        ts["loss_sum"], ts["loss_n"], ts["sizes"] = 0.0, 0, [W]
+        if rank == 0:
+            self.poller.push({"type": "epoch", "record": rec}, urgent=True)
+            every = int(self.cfg.get("checkpoint_every") or 0)
+            if self.cfg.get("checkpoint_dir") and every > 0 and (e % every == 0 or e == int(self.cfg["epochs"])):
+                self.write_checkpoint(e)
+
+    def write_checkpoint(self, epoch: int) -> None:
+        d = Path(self.cfg["checkpoint_dir"])
+        step = self.ts["step"]
+        state = {
+            "format": "nbrunner.elastic.checkpoint/1",
+            "model": _clone_state(self.model.state_dict(), "cpu"),
+            "optimizer": _clone_state(self.opt.state_dict(), "cpu"),
+            "train_state": copy.deepcopy(self.ts),
+            "epoch": epoch, "position": step % self.spe, "step": step,
+            "rng": {"torch": torch.get_rng_state()},
+            "config": {"effective_batch_size": self.B, "seed": self.cfg["seed"], "n_train": self.n_train,
+                       "steps_per_epoch": self.spe},
+        }
+        keep = max(1, int(self.cfg.get("keep_checkpoints", 2)))
+
+        def write():
+            d.mkdir(parents=True, exist_ok=True)
+            final = d / f"ckpt-{step:09d}.pt"
+            tmp = d / f".{final.name}.{os.getpid()}.tmp"
+            torch.save(state, tmp)
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, final)
+            for old in sorted(d.glob("ckpt-*.pt"))[:-keep]:
+                try:
+                    old.unlink()
+                except OSError:
+                    pass
+            self.poller.push({"type": "checkpoint", "path": str(final), "epoch": epoch, "step": step}, urgent=True)
+
+        if self._ckpt_thread is not None:
+            self._ckpt_thread.join()
+        self._ckpt_thread = threading.Thread(target=write, name="nbrunner-ckpt", daemon=False)
+        self._ckpt_thread.start()
+
+    def finish(self, rank: int) -> None:
+        if self._ckpt_thread is not None:
+            self._ckpt_thread.join()
+        if rank == 0:
+            buf = io.BytesIO()
+            torch.save({"model": _clone_state(self.model.state_dict(), "cpu"),
+                        "optimizer": _clone_state(self.opt.state_dict(), "cpu"),
+                        "train_state": self.ts}, buf)
+            self.store.set(FINAL, buf.getvalue())
+            self.poller.push({"type": "final", "step": self.ts["step"]}, urgent=True)
+        self.poller.close()
+        self._teardown()
+
+    def close(self) -> None:
+        if self._ckpt_thread is not None:
+            self._ckpt_thread.join()
+        poller = getattr(self, "poller", None)
+        if poller is not None and poller.is_alive():
+            poller.close()
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m nbrunner.elastic.learner")
+    ap.add_argument("--addr", required=True)
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--id", required=True)
+    a = ap.parse_args(argv)
+    learner = Learner(a.addr, a.port, a.id)
+    code = 0
+    try:
+        code = learner.run()
+    except _Exit as e:
+        code = e.code
+    except BaseException:
+        tb = traceback.format_exc()
+        print(tb, file=sys.stderr, flush=True)
+        try:
+            post(learner.store, [{"type": "error", "lid": a.id, "where": "training", "traceback": tb}])
+        except Exception:
+            pass
+        code = 1
+    finally:
+        try:
+            learner.close()
+        except Exception:
+            pass
+    return code
+
+
+if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)
+    sys.exit(main())

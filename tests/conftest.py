@@ -1,0 +1,43 @@
+"""Shared fixtures: short-path workspaces (unix sockets) and real clusters."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from support import REPO, short_tmpdir
+
+
+@pytest.fixture
+def workspace(monkeypatch) -> Path:
+    ws = short_tmpdir()
+    for name in ("hello.ipynb", "digits.ipynb"):
+        shutil.copy(REPO / "notebooks" / name, ws / name)
+    monkeypatch.delenv("NBRUNNER_REDIS_URL", raising=False)
+    monkeypatch.delenv("NBRUNNER_STORAGE", raising=False)
+    monkeypatch.setenv("NBRUNNER_WORKSPACE", str(ws))
+    yield ws
+    shutil.rmtree(ws, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def shared_workspace() -> Path:
+    ws = short_tmpdir()
+    for name in ("hello.ipynb", "digits.ipynb"):
+        shutil.copy(REPO / "notebooks" / name, ws / name)
+    yield ws
+    shutil.rmtree(ws, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(shared_workspace):
+    """A real local cluster (embedded Redis, scheduler, 2 workers, no GPU slots) for a test module."""
+    import nbrunner
+
+    saved = {k: os.environ.pop(k) for k in ("NBRUNNER_REDIS_URL", "NBRUNNER_STORAGE") if k in os.environ}
+    c = nbrunner.setup_cluster(gpus=0, workers=2, workspace=shared_workspace)
+    yield c
+    c.shutdown()
+    os.environ.update(saved)

@@ -1,0 +1,44 @@
+"""Helpers for tests: notebooks written from code, short-path temp dirs, polling with a deadline."""
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def make_notebook(path: Path, *cells: str, parameters: str | None = None) -> Path:
+    """Write a notebook: an optional ``parameters`` cell, then one code cell per string."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    if parameters is not None:
+        cell = nbformat.v4.new_code_cell(parameters)
+        cell.metadata["tags"] = ["parameters"]
+        nb.cells.append(cell)
+    nb.cells += [nbformat.v4.new_code_cell(src) for src in cells]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+    return path
+
+
+def short_tmpdir(prefix: str = "nbr") -> Path:
+    """A fresh directory with a short path (a unix socket path must stay under 108 bytes)."""
+    return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp")).resolve()
+
+
+def wait_for(condition: Callable[[], object], timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):
+    """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
