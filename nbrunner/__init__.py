@@ -15,7 +15,6 @@ _EXPORTS = {
     "Cluster": ".cluster",
     "Job": ".cluster",
     "record": ".runtime",
-    "save_model": ".models_registry",
     "NbrunnerError": ".errors",
     "InvalidRequest": ".errors",
     "NoCluster": ".errors",

@@ -60,15 +60,20 @@ def read_notebook(path: Path, shown: str) -> nbformat.NotebookNode:
     if path.stat().st_size > MAX_NOTEBOOK_BYTES:
         raise InvalidRequest(f"notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB: {shown}")
     try:
-        nb = nbformat.read(str(path), as_version=4)
-        nbformat.validate(nb)
-    except (json.JSONDecodeError, UnicodeDecodeError, nbformat.reader.NotJSONError):
+        data = json.loads(path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError):
         raise InvalidRequest(f"not a notebook (invalid JSON): {shown}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("nbformat"), int):
+        raise InvalidRequest(f"not a notebook (no nbformat version): {shown}")
+    try:
+        nb = nbformat.from_dict(data)
+        nb = nbformat.convert(nb, 4) if nb.nbformat != 4 else nb
+        nbformat.validate(nb)
     except nbformat.ValidationError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "schema error"
         raise InvalidRequest(f"invalid notebook format in {shown}: {first[:200]}") from None
-    except Exception as exc:  # nbformat raises a zoo of errors for broken files
-        raise InvalidRequest(f"not a notebook ({exc.__class__.__name__}): {shown}") from None
+    except Exception as exc:  # broken structure: conversion raises a zoo of errors
+        raise InvalidRequest(f"invalid notebook format in {shown} ({exc.__class__.__name__})") from None
     return nb
 
 

@@ -16,6 +16,10 @@ Life cycle
 """
 from __future__ import annotations
 
+import time
+
+_T_START = time.time()
+
 import argparse
 import copy
 import io
@@ -58,6 +62,16 @@ def _is_comm_error(e: BaseException) -> bool:
         return True
     msg = str(e).lower()
     return isinstance(e, RuntimeError) and any(m in msg for m in _COMM_MARKERS)
+
+
+def _usable_cpus() -> int:
+    fixed = os.environ.get("NBRUNNER_ELASTIC_CPUS")
+    if fixed:
+        return max(1, int(fixed))
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def _sum_hook(state, bucket):
@@ -121,7 +135,7 @@ class _Poller(threading.Thread):
         self._urgent = False
         self._lock = threading.Lock()
         self._ev = threading.Event()
-        self._stop = False
+        self._stopping = False
         self._last_flush = 0.0
 
     def push(self, rec: dict, urgent: bool = False) -> None:
@@ -139,7 +153,7 @@ class _Poller(threading.Thread):
         self._last_flush = time.monotonic()
 
     def run(self) -> None:
-        while not self._stop:
+        while not self._stopping:
             self._ev.wait(self.interval)
             self._ev.clear()
             try:
@@ -151,7 +165,7 @@ class _Poller(threading.Thread):
                 return
 
     def close(self) -> None:
-        self._stop = True
+        self._stopping = True
         self._ev.set()
         self.join(timeout=2)
         if self.error is None:
@@ -236,6 +250,7 @@ class Learner:
             if p not in sys.path:
                 sys.path.append(p)
         payload = cloudpickle.loads(self.store.get(PAYLOAD))
+        t_payload = time.time()
         self.cfg = cfg = payload["config"]
         self.model, self.opt, self.loss_fn, get_datasets, self.metrics = payload["objects"]
         self.ts = payload["train_state"]
@@ -249,6 +264,7 @@ class Learner:
         if not isinstance(ds, (tuple, list)) or len(ds) != 2:
             raise TypeError("get_datasets() must return (train_dataset, test_dataset)")
         self.train_ds, self.test_ds = ds
+        t_data = time.time()
         self.n_train = len(self.train_ds)
         self.n_test = len(self.test_ds) if self.test_ds is not None else 0
         self.B = int(cfg["effective_batch_size"])
@@ -270,7 +286,9 @@ class Learner:
         torch.set_num_threads(max(1, int(os.environ.get("NBRUNNER_ELASTIC_THREADS", "1"))))
         post(self.store, [{"type": "ready", "lid": self.lid, "pid": os.getpid(), "host": socket.gethostname(),
                            "n_train": self.n_train, "n_test": self.n_test, "steps_per_epoch": self.spe}])
-        self.log(f"ready: {self.n_train} train / {self.n_test} test samples, {self.spe} steps per epoch")
+        self.log(f"ready after {time.time() - _T_START:.2f}s (payload {t_payload - _T_START:.2f}s, datasets "
+                 f"{t_data - t_payload:.2f}s): {self.n_train} train / {self.n_test} test samples, "
+                 f"{self.spe} steps per epoch")
 
     # ---------------------------------------------------------------- control
     def _req(self) -> int:
@@ -427,9 +445,9 @@ class Learner:
             self.clean = True
             self.failed = False
             self.snapshot()
-            n = plan.threads.get(self.lid) if plan.threads else 0
-            if n:
-                torch.set_num_threads(int(n))
+            colocated = int(plan.threads.get(self.lid, 0)) if plan.threads else 0
+            if colocated and self.device.type == "cpu":
+                torch.set_num_threads(max(1, _usable_cpus() // colocated))
             return self.train(plan, rank)
         except _Exit:
             self._teardown()

@@ -1,0 +1,130 @@
+"""The command line against a real cluster: exit codes, one-line errors, JSON output, `up`."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from support import make_notebook, short_tmpdir, wait_for
+
+
+def run(*args: str, cwd=None, env=None, timeout=120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nbrunner", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, **(env or {})}, timeout=timeout)
+
+
+def assert_one_line_error(p: subprocess.CompletedProcess, code: int, *words: str) -> None:
+    assert p.returncode == code, (p.returncode, p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def ws(cluster, shared_workspace):
+    return shared_workspace
+
+
+def test_no_cluster_says_how_to_start_one():
+    empty = short_tmpdir()
+    for args in (["jobs"], ["submit", "x.ipynb"], ["cluster", "--json"], ["show", "abc"]):
+        p = run(*args, "--dir", str(empty), env={"NBRUNNER_REDIS_URL": ""})
+        assert_one_line_error(p, 2, "nbrunner up")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["bogus"], ["No such command"]),
+    (["submit"], ["Missing argument"]),
+    (["submit", "hello.ipynb", "--min-gpus", "x"], ["--min-gpus"]),
+    (["submit", "hello.ipynb", "-p", "A"], ["-p needs a name and a value"]),
+    (["jobs", "--status", "done"], ["--status"]),
+    (["worker", "--gpus", "many"], ["--gpus"]),
+])
+def test_bad_arguments_one_line_nonzero(ws, args, words):
+    p = run(*args[:1], "--dir", str(ws), *args[1:]) if args[0] != "bogus" else run(*args)
+    assert_one_line_error(p, 2, *words)
+
+
+def test_bad_requests_one_line(ws):
+    assert_one_line_error(run("submit", "nope.ipynb", "--dir", str(ws)), 1, "notebook not found")
+    assert_one_line_error(run("submit", "hello.ipynb", "--min-gpus", "2", "--max-gpus", "1", "--dir", str(ws)), 1,
+                          "min_gpus (2) is greater than max_gpus (1)")
+    assert_one_line_error(run("submit", "hello.ipynb", "--priority", "0", "--dir", str(ws)), 1, "priority")
+    assert_one_line_error(run("show", "nosuchjob", "--dir", str(ws)), 1, "no job 'nosuchjob'")
+    assert_one_line_error(run("priority", "nosuchjob", "7", "--dir", str(ws)), 1, "no job")
+
+
+def test_submit_wait_json_and_typed_parameters(ws):
+    make_notebook(ws / "types.ipynb", "print(repr(I), repr(F), repr(B), repr(N), repr(S), repr(Y))",
+                  parameters="I = 0\nF = 0.0\nB = False\nN = 1\nS = ''\nY = None")
+    (ws / "params.yaml").write_text("Y: [1, 2]\nS: from-yaml\n")
+    p = run("submit", "types.ipynb", "-p", "I", "7", "-p", "F", "2.5", "-p", "B", "True", "-p", "N", "None",
+            "-p", "S", "text", "-f", "params.yaml", "--wait", "--json", "--name", "typed", cwd=ws)
+    assert p.returncode == 0, p.stderr
+    rec = json.loads(p.stdout)
+    assert rec["status"] == "completed" and rec["name"] == "typed"
+    assert rec["parameters"] == {"I": 7, "F": 2.5, "B": True, "N": None, "S": "text", "Y": [1, 2]}
+    log = run("logs", rec["id"], cwd=ws)
+    assert "7 2.5 True None 'text' [1, 2]" in log.stdout
+    shown = json.loads(run("show", rec["id"], "--json", cwd=ws).stdout)
+    assert shown["id"] == rec["id"] and shown["status"] == "completed"
+    listed = json.loads(run("jobs", "--json", "--status", "completed", cwd=ws).stdout)
+    assert rec["id"] in [j["id"] for j in listed["jobs"]]
+    assert all(j["status"] == "completed" for j in listed["jobs"])
+
+
+def test_wait_exits_nonzero_when_the_job_fails(ws):
+    make_notebook(ws / "bad.ipynb", "raise RuntimeError('nope')")
+    p = run("submit", "bad.ipynb", "--wait", cwd=ws)
+    assert p.returncode == 1 and "RuntimeError: nope" in p.stdout
+
+
+def test_logs_follow_cancel_priority_and_cluster(ws):
+    make_notebook(ws / "ticker.ipynb", "import time\nfor i in range(200):\n    print('tick', i, flush=True)\n    time.sleep(0.1)")
+    job_id = run("submit", "ticker.ipynb", cwd=ws).stdout.strip()
+    assert run("priority", job_id, "9000", cwd=ws).stdout.strip() == f"{job_id} priority 9000"
+    follow = subprocess.Popen([sys.executable, "-m", "nbrunner", "logs", job_id, "--follow"], cwd=ws,
+                              stdout=subprocess.PIPE, text=True)
+    first = follow.stdout.readline()
+    assert first.startswith("tick")
+    assert run("cancel", job_id, cwd=ws).stdout.strip() == f"{job_id} cancelled"
+    follow.wait(30)
+    assert follow.returncode == 0
+    assert_one_line_error(run("cancel", job_id, cwd=ws), 1, "already cancelled")
+    status = json.loads(run("cluster", "--json", cwd=ws).stdout)
+    assert set(status) >= {"policy", "gpus_total", "gpus_free", "hosts"} and status["policy"] == "fairshare"
+    table = run("jobs", cwd=ws).stdout
+    assert job_id in table and "cancelled" in table
+
+
+def test_up_runs_everything_until_ctrl_c_and_leaves_nothing(tmp_path):
+    ws = short_tmpdir()
+    make_notebook(ws / "hi.ipynb", "print('hi from up')")
+    env = {**os.environ, "NBRUNNER_REDIS_URL": ""}
+    env.pop("NBRUNNER_WORKSPACE", None)
+    up = subprocess.Popen([sys.executable, "-m", "nbrunner", "up", "--dir", str(ws), "--no-lab", "--gpus", "2",
+                           "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        wait_for(lambda: run("cluster", "--json", "--dir", str(ws), env={"NBRUNNER_REDIS_URL": ""}).returncode == 0,
+                 60, 0.5, "the cluster to answer")
+        wait_for(lambda: json.loads(run("cluster", "--json", "--dir", str(ws), env={"NBRUNNER_REDIS_URL": ""}).stdout)
+                 ["gpus_total"] == 2, 60, 0.5, "workers to register")
+        p = run("submit", "hi.ipynb", "--wait", "--dir", str(ws), env={"NBRUNNER_REDIS_URL": ""})
+        assert p.returncode == 0, p.stdout + p.stderr
+        family = psutil.Process(up.pid).children(recursive=True)
+        assert len(family) >= 4  # redis, scheduler, 2 workers
+    finally:
+        up.send_signal(signal.SIGINT)
+        out, _ = up.communicate(timeout=60)
+    assert up.returncode == 0, out
+    time.sleep(0.5)
+    alive = [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert alive == [], [p.cmdline() for p in alive]
+    assert not (ws / ".nbrunner" / "redis.sock").exists()

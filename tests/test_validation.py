@@ -1,0 +1,78 @@
+"""Bad requests are refused before anything is queued, with a message naming the problem."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from nbrunner import service
+from nbrunner.config import Settings
+from nbrunner.errors import InvalidRequest
+from nbrunner.redis_server import EmbeddedRedis
+from nbrunner.store import JobStore
+
+from support import make_notebook
+
+
+@pytest.fixture
+def store(workspace):
+    server = EmbeddedRedis(workspace / ".nbrunner").ensure()
+    yield JobStore.from_url(server.url)
+    server.stop()
+
+
+CASES = [
+    ({"notebook": "missing.ipynb"}, "notebook not found"),
+    ({"notebook": "data.txt"}, "not a notebook"),
+    ({"notebook": "broken.ipynb"}, "invalid JSON"),
+    ({"notebook": "badformat.ipynb"}, "invalid notebook format"),
+    ({"notebook": "../outside.ipynb"}, "outside the workspace"),
+    ({"notebook": "/etc/passwd"}, "outside the workspace"),
+    ({"notebook": "link.ipynb"}, "outside the workspace"),
+    ({"notebook": "sub"}, "not a file"),
+    ({"notebook": "hello.ipynb", "min_gpus": 3, "max_gpus": 1}, "min_gpus (3) is greater than max_gpus (1)"),
+    ({"notebook": "hello.ipynb", "min_gpus": -1}, "min_gpus must be >= 0"),
+    ({"notebook": "hello.ipynb", "max_gpus": -2}, "max_gpus must be >= 0"),
+    ({"notebook": "hello.ipynb", "priority": 0}, "priority must be between 1 and 10000"),
+    ({"notebook": "hello.ipynb", "priority": 10001}, "priority must be between 1 and 10000"),
+    ({"notebook": "hello.ipynb", "parameters": {"x": float("nan")}}, "parameters must be JSON values"),
+    ({"notebook": "hello.ipynb", "parameters": {"x": object()}}, "parameters must be JSON values"),
+    ({"notebook": "hello.ipynb", "parameters": {"not valid": 1}}, "not a Python identifier"),
+    ({"notebook": "hello.ipynb", "parameters": [1, 2]}, "parameters"),
+    ({"notebook": "hello.ipynb", "timeout": -5}, "timeout must be a positive number"),
+    ({"notebook": "hello.ipynb", "kernel": "no-such-kernel"}, "unknown kernel"),
+    ({"notebook": "hello.ipynb", "min_gpus": "2"}, "min_gpus"),
+    ({"notebook": "hello.ipynb", "colour": "blue"}, "unknown field 'colour'"),
+    ({}, "missing field 'notebook'"),
+    ("not a dict", "must be a JSON object"),
+]
+
+
+@pytest.mark.parametrize("request_, message", CASES, ids=[m for _, m in CASES])
+def test_bad_requests_are_refused_and_change_nothing(workspace, store, request_, message):
+    (workspace / "data.txt").write_text("hello")
+    (workspace / "broken.ipynb").write_text("{not json")
+    (workspace / "badformat.ipynb").write_text('{"cells": 5, "nbformat": 4, "nbformat_minor": 5, "metadata": {}}')
+    make_notebook(workspace.parent / f"{workspace.name}-outside.ipynb", "print(1)")
+    (workspace / "sub").mkdir()
+    os.symlink(workspace.parent / f"{workspace.name}-outside.ipynb", workspace / "link.ipynb")
+    (workspace.parent / "outside.ipynb").write_text("{}") if not (workspace.parent / "outside.ipynb").exists() else None
+    settings = Settings.load(workspace)
+    with pytest.raises(InvalidRequest) as info:
+        service.submit(store, settings, request_)
+    text = str(info.value)
+    assert message in text and "\n" not in text
+    assert store.all() == []
+    assert not (workspace / "runs").exists() or list((workspace / "runs").iterdir()) == []
+
+
+def test_a_good_request_is_recorded_and_snapshotted(workspace, store):
+    settings = Settings.load(workspace)
+    rec = service.submit(store, settings, {"notebook": "hello.ipynb", "parameters": {"NAME": "x"}, "max_gpus": 2})
+    assert rec.status == "queued" and rec.min_gpus == 0 and rec.max_gpus == 2 and rec.priority == 5000
+    assert rec.name == "hello" and rec.notebook == "hello.ipynb" and rec.output == f"runs/{rec.id}/output.ipynb"
+    assert (workspace / "runs" / rec.id / "input.ipynb").read_bytes()
+    assert store.get(rec.id).to_dict()["parameters"] == {"NAME": "x"}
+    assert set(rec.to_dict()) >= {"id", "name", "notebook", "parameters", "status", "priority", "min_gpus", "max_gpus",
+                                  "gpus", "owner", "created_at", "started_at", "finished_at", "output", "error",
+                                  "progress", "metrics", "sweep"}
