@@ -1,0 +1,39 @@
+"""Run every benchmark and print one table: ``python bench/run.py [name ...]``."""
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+BENCHMARKS = ["bench_jobs", "bench_allocate", "bench_sim", "bench_elastic_throughput", "bench_elastic_rescale"]
+
+
+def print_table(rows: list[dict]) -> None:
+    print("| benchmark | value | baseline | ratio | goal | ok |")
+    print("|---|---:|---:|---:|---|---|")
+    for r in rows:
+        print(f"| {r['benchmark']} | {r['value']:.4g} | {r['baseline']:.4g} | {r['ratio']:.3g} | {r['goal']} | "
+              f"{'yes' if r['ok'] else 'NO'} |")
+
+
+def main(names: list[str]) -> int:
+    rows: list[dict] = []
+    for name in names or BENCHMARKS:
+        path = Path(__file__).resolve().parent / f"{name}.py"
+        if not path.exists():
+            print(f"(skipping {name}: not present)", file=sys.stderr)
+            continue
+        t = time.perf_counter()
+        module = importlib.import_module(name)
+        got = module.run()
+        print(f"{name}: {len(got)} rows in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+        rows += got
+    print_table(rows)
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
