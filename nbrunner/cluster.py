@@ -184,12 +184,12 @@ class Cluster:
 
         return submit_sweep(self, notebook, spec, **kwargs)
 
-    def wait_workers(self, count: int = 1, timeout: float = 30.0) -> None:
-        """Block until ``count`` workers are registered."""
-        from .scheduler import live_capacity
+    def wait_ready(self, workers: int = 1, timeout: float = 30.0) -> None:
+        """Block until a scheduler is active and ``workers`` workers are registered."""
+        from .scheduler import LEASE, live_capacity
 
         deadline = time.monotonic() + timeout
-        while len(live_capacity(self.store).workers) < count:
+        while len(live_capacity(self.store).workers) < workers or not self.store.r.exists(LEASE):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"fewer than {count} workers registered after {timeout} s")
             time.sleep(0.1)
@@ -244,7 +244,7 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
     try:
         cluster = Cluster(settings, _reachable(settings), sup)
         if wait:
-            cluster.wait_workers(workers, timeout=60)
+            cluster.wait_ready(workers, timeout=60)
     except BaseException:
         sup.stop()
         raise

@@ -202,9 +202,14 @@ class Scheduler:
                     grants.release(self.r, rec.id, by_job.pop(rec.id), reason="finished")
                     grants.sync_record(self.store, rec.id)
                 self.r.srem(ACTIVE, rec.id)
-        dead = [(s, j) for s, j in held.items() if s not in live]
-        for slot, jid in dead:
-            grants.release(self.r, jid, [slot], reason="host lost")
+        dead = defaultdict(list)
+        for slot, jid in held.items():
+            if slot not in live:
+                dead[jid].append(slot)
+        for jid, slots in dead.items():  # their learners died with the worker: shrink the grant too
+            grants.release(self.r, jid, slots, reason="host lost")
+            target = [tuple(s) for s in grants.read_grant(self.r, jid)["slots"]]
+            grants.write_grant(self.r, jid, [s for s in target if s not in slots])
             grants.sync_record(self.store, jid)
         for jid in set(held.values()) - {r.id for r in jobs}:
             rest = [s for s, j in held.items() if j == jid]

@@ -60,14 +60,14 @@ def read_notebook(path: Path, shown: str) -> nbformat.NotebookNode:
     if path.stat().st_size > MAX_NOTEBOOK_BYTES:
         raise InvalidRequest(f"notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB: {shown}")
     try:
-        data = json.loads(path.read_bytes())
+        text = path.read_bytes().decode("utf-8")
+        data = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise InvalidRequest(f"not a notebook (invalid JSON): {shown}") from None
     if not isinstance(data, dict) or not isinstance(data.get("nbformat"), int):
         raise InvalidRequest(f"not a notebook (no nbformat version): {shown}")
     try:
-        nb = nbformat.from_dict(data)
-        nb = nbformat.convert(nb, 4) if nb.nbformat != 4 else nb
+        nb = nbformat.reads(text, as_version=4)
         nbformat.validate(nb)
     except nbformat.ValidationError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "schema error"
@@ -75,6 +75,14 @@ def read_notebook(path: Path, shown: str) -> nbformat.NotebookNode:
     except Exception as exc:  # broken structure: conversion raises a zoo of errors
         raise InvalidRequest(f"invalid notebook format in {shown} ({exc.__class__.__name__})") from None
     return nb
+
+
+ELASTIC_MARKERS = ("ElasticTrainer", "GrantClient")
+
+
+def uses_grants(nb: nbformat.NotebookNode) -> bool:
+    """True if the notebook follows its GPU grant (elastic); others run as a fixed gang."""
+    return any(c.cell_type == "code" and any(m in c.source for m in ELASTIC_MARKERS) for c in nb.cells)
 
 
 def check_kernel(kernel: str) -> None:
@@ -130,6 +138,7 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any] | JobReq
             timeout=req.timeout,
             kernel=req.kernel,
             retries=DEFAULT_RETRIES if req.retries is None else req.retries,
+            elastic=uses_grants(nb),
         )
         (job_dir / "job.json").write_text(json.dumps(record.to_dict(), indent=1))
         if not store.create(record):

@@ -1,0 +1,139 @@
+"""The allocator service on real CPU slots: gangs, elastic rebalancing, lost workers, standby."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import nbrunner
+from nbrunner import grants
+from nbrunner.scheduler import LEASE
+
+from support import make_notebook, wait_for
+
+GANG = """import os, time
+print('gpus', os.environ['NBRUNNER_GPUS'], 'cuda', os.environ['CUDA_VISIBLE_DEVICES'])
+assert len(os.environ['NBRUNNER_GPUS'].split(',')) == 2
+time.sleep(SECONDS)"""
+
+# A notebook that follows its grant the way ElasticTrainer does, through the client API.
+FOLLOWER = """import pathlib, time
+from nbrunner.grants import GrantClient
+client = GrantClient()
+client.declare(MIN, MAX)
+generation = -1
+while not pathlib.Path(STOP).exists():
+    generation, slots = client.wait(generation, 0.3)
+    extra = [s for s in client.held() if s not in slots]
+    if extra:
+        client.release(extra)   # our 'learners' on those slots have exited
+"""
+
+
+def no_slot_ever_held_twice(r) -> int:
+    """Replay the grant/release log: a slot is granted only while nobody holds it."""
+    holder: dict[str, str] = {}
+    events = r.xrange(grants.SLOTLOG)
+    for _id, e in events:
+        if e["action"] == "grant":
+            assert e["slot"] not in holder, f"slot {e['slot']} granted to {e['job']} while {holder[e['slot']]} holds it"
+            holder[e["slot"]] = e["job"]
+        else:
+            assert holder.pop(e["slot"]) == e["job"]
+    return len(events)
+
+
+def gpus(job) -> int:
+    return job.refresh().record.gpus
+
+
+def test_gang_jobs_wait_for_whole_slots(workspace):
+    make_notebook(workspace / "gang.ipynb", GANG, parameters="SECONDS = 4")
+    with nbrunner.setup_cluster(gpus=4, workers=3, workspace=workspace) as cluster:
+        jobs = [cluster.submit("gang.ipynb", max_gpus=2) for _ in range(3)]
+        wait_for(lambda: sum(j.refresh().record.status == "running" for j in jobs) == 2, 60, what="two running")
+        waiting = [j for j in jobs if j.record.status == "queued"]
+        assert len(waiting) == 1 and waiting[0].refresh().record.queue_position == 1
+        assert cluster.status()["gpus_free"] == 0
+        for j in jobs:
+            j.wait(120)
+            assert j.record.status == "completed", j.record.error
+        assert waiting[0].record.started_at >= min(j.record.finished_at for j in jobs if j is not waiting[0])
+        assert no_slot_ever_held_twice(cluster.store.r) >= 12
+        assert [p["gpus"] for p in waiting[0].timeline()] == [2, 0]
+
+
+def test_elastic_jobs_rebalance_by_fair_share_and_priority(workspace):
+    make_notebook(workspace / "follow.ipynb", FOLLOWER, parameters="MIN = 1\nMAX = 4\nSTOP = 'stop'")
+    with nbrunner.setup_cluster(gpus=4, workers=2, workspace=workspace) as cluster:
+        a = cluster.submit("follow.ipynb", {"STOP": "stop-a"}, min_gpus=1, max_gpus=4)
+        wait_for(lambda: gpus(a) == 4, 60, what="A to hold 4")
+        b = cluster.submit("follow.ipynb", {"STOP": "stop-b"}, min_gpus=1, max_gpus=4)
+        wait_for(lambda: gpus(a) == 2 and gpus(b) == 2, 60, what="2/2")
+        b.set_priority(10000)
+        wait_for(lambda: gpus(a) == 1 and gpus(b) == 3, 30, what="1/3 after B's priority rose")
+        (workspace / "stop-a").touch()
+        a.wait(60)
+        wait_for(lambda: gpus(b) == 4, 30, what="B to grow to 4")
+        (workspace / "stop-b").touch()
+        b.wait(60)
+        assert a.record.status == b.record.status == "completed"
+        assert [p["gpus"] for p in a.timeline()][:3] == [4, 2, 1]
+        assert [p["gpus"] for p in b.timeline()][:3] == [2, 3, 4]
+        no_slot_ever_held_twice(cluster.store.r)
+        wait_for(lambda: cluster.status()["gpus_free"] == 4, 30, what="all slots free")
+
+
+def test_lost_worker_slots_leave_and_come_back(workspace):
+    make_notebook(workspace / "follow.ipynb", FOLLOWER, parameters="MIN = 1\nMAX = 4\nSTOP = 'stop'")
+    with nbrunner.setup_cluster(gpus=4, workers=2, workspace=workspace) as cluster:
+        a = cluster.submit("follow.ipynb", min_gpus=1, max_gpus=4)
+        wait_for(lambda: gpus(a) == 4 and a.record.status == "running", 60, what="A to hold 4")
+        from nbrunner.scheduler import live_capacity
+
+        other = [w for w in live_capacity(cluster.store).workers.values() if w["name"] != a.record.worker][0]
+        child = next(c for c in cluster.supervisor.children if c.proc and c.proc.pid == other["pid"])
+        child.restart = False
+        t = time.monotonic()
+        os.kill(other["pid"], signal.SIGKILL)
+        wait_for(lambda: gpus(a) == 2, 40, what="A to lose the dead worker's 2 slots")
+        print(f"dead worker's slots left A's grant after {time.monotonic() - t:.1f} s")
+        cluster.supervisor._spawn(child)  # the worker comes back: A grows back
+        wait_for(lambda: gpus(a) == 4, 60, what="A to grow back when the worker is restarted")
+        (workspace / "stop").touch()
+        assert a.wait(60).record.status == "completed"
+        no_slot_ever_held_twice(cluster.store.r)
+
+
+def test_standby_scheduler_takes_over(workspace):
+    with nbrunner.setup_cluster(gpus=0, workers=1, workspace=workspace) as cluster:
+        standby = subprocess.Popen([sys.executable, "-m", "nbrunner", "scheduler"], cwd=workspace,
+                                   env={**os.environ, **cluster.settings.env()}, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        try:
+            first = cluster.supervisor.child("scheduler")
+            active = cluster.store.r.get(LEASE)
+            assert active.endswith(f".{first.proc.pid}")
+            first.restart = False
+            first.proc.kill()
+            t = time.monotonic()
+            wait_for(lambda: cluster.store.r.get(LEASE) == f"{active.rsplit('.', 1)[0]}.{standby.pid}", 10,
+                     what="the standby to take the lease")
+            print(f"standby took over in {time.monotonic() - t:.1f} s")
+            job = cluster.submit("hello.ipynb").wait(60)
+            assert job.record.status == "completed"
+        finally:
+            standby.terminate()
+            standby.wait(10)
+
+
+def test_priority_policy_cluster_reports_policy(workspace):
+    with nbrunner.setup_cluster(gpus=2, workers=1, workspace=workspace, policy="priority") as cluster:
+        st = cluster.status()
+        assert st["policy"] == "priority" and st["gpus_total"] == 2
+        assert st["hosts"][0]["slots"] == [{"index": 0, "job": None}, {"index": 1, "job": None}]
