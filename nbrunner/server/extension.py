@@ -1,0 +1,32 @@
+"""The ExtensionApp: attaches to the workspace's cluster and registers the handlers."""
+from __future__ import annotations
+
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Bool, Unicode
+
+from .handlers import routes
+
+
+class NbrunnerExtension(ExtensionApp):
+    """Serves the REST API of DESIGN section 6 for the cluster of the server's root directory."""
+
+    name = "nbrunner"
+    load_other_extensions = True
+
+    workspace = Unicode("", config=True, help="nbrunner workspace (default: NBRUNNER_WORKSPACE or the server root)")
+    multi_user = Bool(False, config=True, help="users see and change only their own jobs; admins see all")
+    admin_users = Unicode("", config=True, help="comma-separated user names that see and change every job")
+
+    def initialize_settings(self) -> None:
+        import os
+
+        workspace = self.workspace or os.environ.get("NBRUNNER_WORKSPACE") or self.serverapp.root_dir
+        self.settings.update({
+            "nbrunner_workspace": workspace,
+            "nbrunner_root": self.serverapp.root_dir,
+            "nbrunner_multi_user": self.multi_user,
+            "nbrunner_admins": {u.strip() for u in self.admin_users.split(",") if u.strip()},
+        })
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(routes())

@@ -1,0 +1,215 @@
+"""REST handlers (jupyter-server APIHandler): Jupyter auth on every route, JSON errors, no 500 for bad input."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.base.handlers import APIHandler
+from tornado import web
+
+from .. import service
+from ..cluster import Cluster, connect, read_log
+from ..errors import InvalidRequest, NbrunnerError, NotFound
+from ..models import JobRecord
+
+API = r"/nbrunner/api"
+ID = r"(?P<job_id>[a-z0-9]{1,32})"
+MAX_BODY = 1024 * 1024
+STATUSES = ("queued", "running", "completed", "failed", "cancelled")
+
+
+class BaseHandler(APIHandler):
+    """Errors as ``{"message": ...}``; nbrunner errors map to their status (400/404/409/503)."""
+
+    @property
+    def cluster(self) -> Cluster:
+        cached = self.settings.get("nbrunner_cluster")
+        if cached is None:
+            cached = connect(self.settings["nbrunner_workspace"])
+            self.settings["nbrunner_cluster"] = cached
+        return cached
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, web.HTTPError) and exc.log_message:
+            message = exc.log_message % exc.args if exc.args else exc.log_message
+        elif isinstance(exc, NbrunnerError):
+            message = str(exc)
+        else:
+            message = self._reason or "error"
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"message": message}))
+
+    def _handle_request_exception(self, e: BaseException) -> None:
+        if isinstance(e, NbrunnerError):
+            self.send_error(e.status, exc_info=(type(e), e, e.__traceback__))
+            return
+        super()._handle_request_exception(e)
+
+    def user(self) -> str:
+        user = self.current_user
+        return getattr(user, "username", None) or getattr(user, "name", None) or str(user or "anonymous")
+
+    def is_admin(self) -> bool:
+        return not self.settings.get("nbrunner_multi_user") or self.user() in self.settings.get("nbrunner_admins", ())
+
+    def visible(self, rec: JobRecord) -> bool:
+        return self.is_admin() or rec.owner == self.user()
+
+    def job(self, job_id: str) -> JobRecord:
+        rec = self.cluster.store.get(job_id)
+        if not self.visible(rec):
+            raise NotFound(f"no job {job_id!r}")
+        return rec
+
+    def body(self) -> dict[str, Any]:
+        raw = self.request.body or b""
+        if len(raw) > MAX_BODY:
+            raise InvalidRequest(f"request body larger than {MAX_BODY // 1024} KiB")
+        try:
+            data = json.loads(raw or b"{}")
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise InvalidRequest("request body is not valid JSON") from None
+        if not isinstance(data, dict):
+            raise InvalidRequest("request body must be a JSON object")
+        return data
+
+    def reply(self, obj: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(obj, default=str))
+
+    def relative_path(self, path: Any, what: str = "notebook") -> str:
+        """Refuse absolute paths and ``..``: REST paths are relative to the server root."""
+        if not isinstance(path, str) or not path.strip():
+            raise InvalidRequest(f"{what} must be a path relative to the server root")
+        if path.startswith(("/", "\\", "~")) or ".." in Path(path).parts or "\x00" in path:
+            raise InvalidRequest(f"{what} path must stay inside the server root: {path}")
+        return path
+
+
+class JobsHandler(BaseHandler):
+    @web.authenticated
+    def get(self) -> None:
+        status = self.get_query_argument("status", None)
+        if status is not None and status not in STATUSES:
+            raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
+        records = [r for r in self.cluster.store.all(status) if self.visible(r)]
+        self.reply({"jobs": [r.to_dict() for r in records]})
+
+    @web.authenticated
+    def post(self) -> None:
+        data = self.body()
+        data["notebook"] = self.relative_path(data.get("notebook"))
+        root = Path(self.settings["nbrunner_root"]).resolve()
+        cluster = self.cluster
+        workspace = cluster.settings.workspace
+        if root != workspace:  # notebook paths are relative to the server root
+            data["notebook"] = str(root / data["notebook"])
+        if "sweep" in data:
+            raise InvalidRequest("unknown field 'sweep' (trials are created by POST /sweeps)")
+        rec = service.submit(cluster.store, cluster.settings, data, owner=self.user())
+        self.reply(rec.to_dict(), 201)
+
+
+class JobHandler(BaseHandler):
+    @web.authenticated
+    def get(self, job_id: str) -> None:
+        self.reply(self.job(job_id).to_dict())
+
+    @web.authenticated
+    def patch(self, job_id: str) -> None:
+        self.job(job_id)
+        data = self.body()
+        if set(data) != {"priority"}:
+            raise InvalidRequest("only {\"priority\": p} can be changed")
+        self.reply(service.set_priority(self.cluster.store, job_id, data["priority"]).to_dict())
+
+    @web.authenticated
+    def delete(self, job_id: str) -> None:
+        self.job(job_id)
+        self.reply(service.cancel(self.cluster.store, job_id).to_dict())
+
+
+class LogHandler(BaseHandler):
+    @web.authenticated
+    def get(self, job_id: str) -> None:
+        self.job(job_id)
+        raw = self.get_query_argument("offset", "0")
+        try:
+            offset = int(raw)
+            if offset < 0:
+                raise ValueError
+        except ValueError:
+            raise InvalidRequest(f"offset must be a non-negative integer, got {raw!r}") from None
+        text, offset = read_log(self.cluster.settings.job_dir(job_id), offset)
+        self.reply({"text": text, "offset": offset})
+
+
+class OutputHandler(BaseHandler):
+    @web.authenticated
+    def get(self, job_id: str) -> None:
+        self.job(job_id)
+        path = self.cluster.settings.job_dir(job_id) / "output.ipynb"
+        if not path.exists():
+            raise NotFound(f"job {job_id} has no output notebook yet")
+        self.reply(json.loads(path.read_text()))
+
+
+class ClusterHandler(BaseHandler):
+    @web.authenticated
+    def get(self) -> None:
+        self.reply(self.cluster.status())
+
+
+class TimelineHandler(BaseHandler):
+    @web.authenticated
+    def get(self) -> None:
+        visible = {r.id for r in self.cluster.store.all() if self.visible(r)}
+        self.reply({"jobs": [j for j in self.cluster.timeline() if j["id"] in visible]})
+
+
+def _parameter(p: dict) -> dict:
+    text = p.get("default") or "None"
+    try:
+        value = ast.literal_eval(text)
+        json.dumps(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        value = text
+    kind = {bool: "bool", int: "int", float: "float", str: "str", type(None): "none", list: "list",
+            dict: "dict"}.get(type(value), "str")
+    return {"name": p["name"], "value": value, "type": kind, "help": p.get("help") or ""}
+
+
+class ParametersHandler(BaseHandler):
+    """Names and defaults of a notebook's ``parameters`` cell, for the submit dialog."""
+
+    @web.authenticated
+    def get(self) -> None:
+        import papermill
+
+        rel = self.relative_path(self.get_query_argument("path", ""), "path")
+        settings = self.cluster.settings
+        root = Path(self.settings["nbrunner_root"]).resolve()
+        path = service.resolve_notebook(settings, str(root / rel))
+        service.read_notebook(path, rel)
+        try:
+            found = papermill.inspect_notebook(str(path))
+        except Exception as exc:
+            raise InvalidRequest(f"cannot read the parameters of {rel} ({exc.__class__.__name__})") from None
+        self.reply({"parameters": [_parameter(p) for p in found.values()]})
+
+
+def routes() -> list[tuple[str, type]]:
+    return [
+        (rf"{API}/jobs/?", JobsHandler),
+        (rf"{API}/jobs/{ID}/?", JobHandler),
+        (rf"{API}/jobs/{ID}/log/?", LogHandler),
+        (rf"{API}/jobs/{ID}/output/?", OutputHandler),
+        (rf"{API}/cluster/?", ClusterHandler),
+        (rf"{API}/cluster/timeline/?", TimelineHandler),
+        (rf"{API}/notebook-parameters/?", ParametersHandler),
+    ]
