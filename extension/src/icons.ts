@@ -1,0 +1,30 @@
+import { LabIcon } from '@jupyterlab/ui-components';
+
+/** A notebook page with a "play" triangle: run the notebook as a job. */
+const RUN_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
+  <path class="jp-icon3" fill="#616161" d="M5 2h10l4 4v5h-2V7h-3V4H5v16h5v2H5a2 2 0 0 1-2-2V4a2 2 0 0 1 2-2z"/>
+  <path class="jp-icon-brand0" fill="#1976d2" d="M13 12.5v9.5l8-4.75z"/>
+</svg>`;
+
+/** A list with status squares: the Jobs panel. */
+const JOBS_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
+  <path class="jp-icon3" fill="#616161" d="M3 4h5v4H3zm7 1h11v2H10zM3 10h5v4H3zm7 1h11v2H10zM3 16h5v4H3zm7 1h11v2H10z"/>
+</svg>`;
+
+/** A chip with pins: GPU slots of the cluster. */
+const CLUSTER_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
+  <path class="jp-icon3" fill="#616161" d="M7 7h10v10H7zm2 2v6h6V9zM8 2h2v3H8zm6 0h2v3h-2zM8 19h2v3H8zm6 0h2v3h-2zM2 8h3v2H2zm0 6h3v2H2zm17-6h3v2h-3zm0 6h3v2h-3z"/>
+</svg>`;
+
+/** A page of text lines: the job log. */
+const LOG_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
+  <path class="jp-icon3" fill="#616161" d="M5 3h14a2 2 0 0 1 2 2v14a2 2 0 0 1-2 2H5a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2zm0 2v14h14V5zm2 2h10v2H7zm0 4h10v2H7zm0 4h6v2H7z"/>
+</svg>`;
+
+export const runJobIcon = new LabIcon({ name: 'nbrunner:run', svgstr: RUN_SVG });
+export const jobsIcon = new LabIcon({ name: 'nbrunner:jobs', svgstr: JOBS_SVG });
+export const clusterIcon = new LabIcon({
+  name: 'nbrunner:cluster',
+  svgstr: CLUSTER_SVG
+});
+export const logIcon = new LabIcon({ name: 'nbrunner:log', svgstr: LOG_SVG });

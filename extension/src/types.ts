@@ -1,0 +1,137 @@
+/**
+ * Shapes of the nbrunner REST API (see DESIGN.md, sections 3 and 6).
+ */
+
+export type JobStatus =
+  | 'queued'
+  | 'running'
+  | 'completed'
+  | 'failed'
+  | 'cancelled';
+
+/** Statuses after which a job never changes again. */
+export const FINISHED_STATUSES: ReadonlyArray<string> = [
+  'completed',
+  'failed',
+  'cancelled'
+];
+
+export function isFinished(status: string | undefined | null): boolean {
+  return !!status && FINISHED_STATUSES.includes(status);
+}
+
+export type JSONValue =
+  | null
+  | boolean
+  | number
+  | string
+  | JSONValue[]
+  | { [key: string]: JSONValue };
+
+export interface IJob {
+  id: string;
+  name: string;
+  notebook: string;
+  parameters: { [key: string]: JSONValue } | null;
+  status: JobStatus | string;
+  priority: number;
+  min_gpus: number;
+  max_gpus: number;
+  gpus: number;
+  owner?: string | null;
+  created_at?: string | null;
+  started_at?: string | null;
+  finished_at?: string | null;
+  output?: string | null;
+  error?: string | null;
+  progress?: number | null;
+  metrics?: { [key: string]: JSONValue } | null;
+  sweep?: string | null;
+}
+
+export interface IJobList {
+  jobs: IJob[];
+}
+
+export interface ISubmitRequest {
+  notebook: string;
+  parameters?: { [key: string]: JSONValue };
+  name?: string;
+  min_gpus?: number;
+  max_gpus?: number;
+  priority?: number;
+  timeout?: number;
+  kernel?: string;
+}
+
+export interface ILogChunk {
+  text: string;
+  offset: number;
+}
+
+export interface ISlot {
+  index: number;
+  job: string | null;
+}
+
+export interface IHost {
+  name: string;
+  slots: ISlot[];
+}
+
+export interface ICluster {
+  policy: string;
+  gpus_total: number;
+  gpus_free: number;
+  hosts: IHost[];
+}
+
+export interface ITimelinePoint {
+  t: string;
+  gpus: number;
+}
+
+export interface ITimelineJob {
+  id: string;
+  name: string;
+  points: ITimelinePoint[];
+}
+
+export interface ITimeline {
+  jobs: ITimelineJob[];
+}
+
+export interface ILeaderboardEntry {
+  rank: number;
+  job: string;
+  parameters: { [key: string]: JSONValue } | null;
+  objective: number | null;
+  status: string;
+}
+
+export interface ISweep {
+  id: string;
+  jobs: Array<string | IJob>;
+  leaderboard: ILeaderboardEntry[];
+}
+
+export type ParameterType =
+  | 'int'
+  | 'float'
+  | 'bool'
+  | 'str'
+  | 'none'
+  | 'list'
+  | 'dict';
+
+export interface INotebookParameter {
+  name: string;
+  value: JSONValue;
+  type: ParameterType | string;
+  /** Optional help text (e.g. the comment after the assignment). */
+  help?: string | null;
+}
+
+export interface INotebookParameters {
+  parameters: INotebookParameter[];
+}
