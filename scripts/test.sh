@@ -3,7 +3,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-if [ -d tests/ui ] && ! command -v chromium >/dev/null 2>&1; then
-  apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+# system tools the tests drive: Debian's chromium (browser tests), docker-compose (validates docker/),
+# iproute2 (network namespaces for the multi-host test)
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 exec python3 -m pytest -q "$@"
