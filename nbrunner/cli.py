@@ -232,6 +232,7 @@ def cluster_cmd(as_json: bool = typer.Option(False, "--json"), workspace: Option
 @app.command()
 def worker(gpus: str = typer.Option("auto", help="GPU slots: a number (CPU slots) or 'auto'"),
            host: Optional[str] = typer.Option(None, help="host name to register (default: this host's name)"),
+           addr: Optional[str] = typer.Option(None, help="address other hosts reach this one at (learner rendezvous)"),
            slots: Optional[str] = typer.Option(None, hidden=True, help="explicit slot indices, e.g. 0,1"),
            burst: bool = typer.Option(False, hidden=True),
            workspace: Optional[Path] = DirOption) -> None:
@@ -242,6 +243,8 @@ def worker(gpus: str = typer.Option("auto", help="GPU slots: a number (CPU slots
 
     settings = Settings.load(workspace)
     _reachable(settings)
+    if addr:
+        os.environ["NBRUNNER_HOST_ADDR"] = addr
     slot_list = None
     if slots is not None:
         try:

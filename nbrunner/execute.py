@@ -104,6 +104,7 @@ def job_environment(settings: Settings, rec: JobRecord) -> dict[str, str]:
     env = {**settings.env(), ENV_JOB_ID: rec.id, ENV_JOB_DIR: str(settings.job_dir(rec.id))}
     gpus = [str(index) for host, index in rec.slots]
     env["NBRUNNER_GPUS"] = ",".join(gpus)
+    env["NBRUNNER_SLOT_SOURCE"] = "nbrunner.learners:cluster_slot_source"  # ElasticTrainer follows the grant
     if not rec.elastic:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
     return env
@@ -119,6 +120,11 @@ def die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
     except OSError:
         pass
+
+
+def die_with_parent_preexec() -> None:
+    """``preexec_fn`` for children of a worker: they die with it."""
+    die_with_parent()
 
 
 def run_job(job_id: str, attempt: int) -> str:

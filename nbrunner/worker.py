@@ -59,10 +59,16 @@ def become_subreaper() -> None:
         pass
 
 
-def kill_children(exclude: set[int] = frozenset()) -> int:
-    """SIGKILL every descendant of this process (but ``exclude``); returns how many."""
+def kill_children(keep: set[int] = frozenset()) -> int:
+    """SIGKILL every descendant of this process but ``keep`` and theirs; returns how many."""
     me = psutil.Process()
-    procs = [p for p in me.children(recursive=True) if p.pid not in exclude]
+    spared = set(keep)
+    for pid in keep:
+        try:
+            spared |= {c.pid for c in psutil.Process(pid).children(recursive=True)}
+        except psutil.NoSuchProcess:
+            pass
+    procs = [p for p in me.children(recursive=True) if p.pid not in spared]
     for p in procs:
         try:
             p.kill()
@@ -87,7 +93,8 @@ class NbrunnerWorker(Worker):
 
     # ---- registration and heartbeat -------------------------------------------------
     def registration(self) -> dict[str, Any]:
-        return {"name": self.name, "host": self.host, "slots": self.slots, "device": self.device,
+        return {"name": self.name, "host": self.host, "addr": os.environ.get("NBRUNNER_HOST_ADDR"),
+                "slots": self.slots, "device": self.device,
                 "pid": os.getpid(), "job": self.current[0] if self.current else None, "time": time.time()}
 
     def beat(self) -> None:
@@ -121,10 +128,16 @@ class NbrunnerWorker(Worker):
         self.beat()
         self._beat_thread = threading.Thread(target=self._beat_loop, name="nbrunner-heartbeat", daemon=True)
         self._beat_thread.start()
+        from .learners import LearnerAgent
+
+        self.agent = LearnerAgent(self.store, self.host, self.name)
+        self.agent.start()
         self.store.emit("worker_joined", worker=self.name, host=self.host)
 
     def register_death(self) -> None:
         self._beat_stop.set()
+        if getattr(self, "agent", None) is not None:
+            self.agent.stopping.set()
         try:
             with self.store.r.pipeline() as p:
                 p.delete(worker_key(self.name))
@@ -143,7 +156,8 @@ class NbrunnerWorker(Worker):
             super().execute_job(job, queue)
         finally:
             self.current = None
-            kill_children()
+            agent = getattr(self, "agent", None)
+            kill_children(keep={p.pid for p in agent.procs.values()} if agent else set())  # other jobs' learners stay
             self._settle(job_id, attempt)
 
     def _settle(self, job_id: str, attempt: int) -> None:
