@@ -86,7 +86,7 @@ class Supervisor:
         if self.lab_port is not None:
             lab = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={self.settings.workspace}",
                    f"--ServerApp.port={self.lab_port}", "--ServerApp.open_browser=False",
-                   "--LabApp.news_url=None", *self.lab_args]
+                   "--LabApp.news_url=None", *(["--allow-root"] if os.geteuid() == 0 else []), *self.lab_args]
             self.children.append(Child("jupyterlab", lab, logs / "jupyterlab.log"))
         for child in self.children:
             self._spawn(child)
