@@ -15,6 +15,7 @@ _EXPORTS = {
     "Cluster": ".cluster",
     "Job": ".cluster",
     "record": ".runtime",
+    "save_model": ".registry",
     "NbrunnerError": ".errors",
     "InvalidRequest": ".errors",
     "NoCluster": ".errors",

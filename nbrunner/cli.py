@@ -286,6 +286,112 @@ def _join_parameters(argv: list[str]) -> list[str]:
     return out
 
 
+# ---- sweeps, models, serving ------------------------------------------------------------------
+
+@app.command()
+def sweep(notebook: str = typer.Argument(..., help="notebook path"),
+          spec: Path = typer.Argument(..., metavar="SPEC.yaml", help="sweep spec (YAML)"),
+          dry_run: bool = typer.Option(False, "--dry-run", help="print the trials; submit nothing (no cluster needed)"),
+          as_json: bool = typer.Option(False, "--json"),
+          name: Optional[str] = typer.Option(None, "--name", help="display name of the trials (default: notebook stem)"),
+          min_gpus: Optional[int] = typer.Option(None, "--min-gpus", help="per trial"),
+          max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help="per trial"),
+          priority: Optional[int] = typer.Option(None, "--priority", help="per trial"),
+          timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds, per trial"),
+          kernel: Optional[str] = typer.Option(None, "--kernel"),
+          workspace: Optional[Path] = DirOption) -> None:
+    """Run a hyperparameter sweep: every trial is a job; prints the sweep id."""
+    from .config import Settings
+    from .sweeps import prepare
+
+    options = {"name": name, "min_gpus": min_gpus, "max_gpus": max_gpus, "priority": priority,
+               "timeout": timeout, "kernel": kernel}
+    if dry_run:
+        parsed, trials, path, _nb, _opts = prepare(Settings.load(workspace), notebook, spec, base=Path.cwd(),
+                                                   options=options)
+        if as_json:
+            _print_json({"trials": [{"parameters": p} for p in trials]})
+            return
+        from rich.table import Table
+
+        names = list(parsed.parameters)
+        table = Table(title=f"{len(trials)} trials of {path.name} (dry run: nothing submitted)")
+        table.add_column("#", justify="right")
+        for n in names:
+            table.add_column(n)
+        for i, p in enumerate(trials, start=1):
+            table.add_row(str(i), *[f"{p[n]:.6g}" if isinstance(p[n], float) else json.dumps(p[n]) for n in names])
+        console.print(table)
+        return
+    cluster = _cluster(workspace)
+    result = cluster.sweep(notebook, spec, **options)
+    if as_json:
+        _print_json(result.to_dict())
+    else:
+        print(result.id)
+
+
+model_app = typer.Typer(no_args_is_help=True, help="Register and list trained models.")
+app.add_typer(model_app, name="model")
+
+
+@model_app.command("register")
+def model_register(job_id: str = typer.Argument(..., metavar="JOB"), name: str = typer.Argument(..., metavar="NAME"),
+                   as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
+    """Register the model a job saved (runs/JOB/model/) as the next version of NAME; prints NAME:VERSION."""
+    from .config import Settings
+    from .registry import register_model
+
+    entry = register_model(Settings.load(workspace), job_id, name)
+    _print_json(entry) if as_json else print(f"{entry['name']}:{entry['version']}")
+
+
+@model_app.command("list")
+def model_list(as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
+    """List registered models and their versions."""
+    from .config import Settings
+    from .registry import list_models
+
+    models = list_models(Settings.load(workspace))
+    if as_json:
+        _print_json({"models": models})
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{len(models)} registered model version(s)")
+    for col in ("name", "version", "job", "created_at", "path"):
+        table.add_column(col)
+    for m in models:
+        table.add_row(m["name"], str(m["version"]), m["job"] or "", m["created_at"] or "", m["path"])
+    console.print(table)
+
+
+@app.command()
+def serve(model: str = typer.Argument(..., metavar="NAME[:VERSION]"),
+          port: int = typer.Option(8000, "--port", min=0, max=65535),
+          host: str = typer.Option("127.0.0.1", "--host"),
+          workspace: Optional[Path] = DirOption) -> None:
+    """Serve a registered model over HTTP: POST /predict {"inputs": [[...]]}, GET /health."""
+    from .serve import make_server
+
+    server = make_server(model, port, workspace, host=host, quiet=False)
+    stop = threading.Event()
+
+    def _stop(*_: Any) -> None:
+        if not stop.is_set():
+            stop.set()
+            threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    print(f"serving {server.label} on {server.url} (POST /predict, GET /health); Ctrl-C to stop", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: one-line errors, exit 2 for usage errors and for no running cluster."""
     try:

@@ -34,6 +34,7 @@ from .grants import Slot
 from .models import JobRecord, parse_time, utcnow
 from .queues import DEFAULT_QUEUE, host_queue, queue, rq_connection, rq_job_id
 from .store import ACTIVE, PREFIX, JobStore
+from .sweeps import advance_sweeps
 from .worker import WORKERS, worker_key
 
 LEASE = PREFIX + "scheduler"
@@ -182,6 +183,7 @@ class Scheduler:
         jobs = self.active_jobs()
         held = grants.holdings(self.r)
         self.recover(jobs, cap, held)
+        advance_sweeps(self.store, self.settings)  # trials are submitted as earlier ones finish
         jobs = self.active_jobs()
         held = grants.holdings(self.r)
         self.allocate(jobs, cap, held)

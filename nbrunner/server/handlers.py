@@ -203,6 +203,58 @@ class ParametersHandler(BaseHandler):
         self.reply({"parameters": [_parameter(p) for p in found.values()]})
 
 
+class SweepsHandler(BaseHandler):
+    """``POST /sweeps`` ``{notebook, spec}`` (spec: a mapping or YAML text) -> 201 ``{"id", "jobs", "leaderboard"}``;
+    ``GET /sweeps`` -> ``{"sweeps": [...]}``."""
+
+    @web.authenticated
+    def get(self) -> None:
+        from ..sweeps import list_sweeps
+
+        sweeps = [s for s in list_sweeps(self.cluster) if self.is_admin() or s.record.owner == self.user()]
+        self.reply({"sweeps": [s.to_dict() for s in sweeps]})
+
+    @web.authenticated
+    def post(self) -> None:
+        from ..sweeps import JOB_OPTIONS, submit_sweep
+
+        data = self.body()
+        for key in data:
+            if key not in ("notebook", "spec", *JOB_OPTIONS):
+                raise InvalidRequest(f"unknown field {key!r}")
+        notebook = self.relative_path(data.get("notebook"))
+        if "spec" not in data:
+            raise InvalidRequest("missing field 'spec' (a sweep spec: a mapping or YAML text)")
+        spec = data["spec"]
+        if not isinstance(spec, (dict, str)):
+            raise InvalidRequest("spec must be a mapping or YAML text")
+        root = Path(self.settings["nbrunner_root"]).resolve()
+        notebook = str(root / notebook)  # notebook paths are relative to the server root
+        options = {k: data[k] for k in JOB_OPTIONS if k in data}
+        sweep = submit_sweep(self.cluster, notebook, spec, owner=self.user(), base=root, allow_file=False, **options)
+        self.reply(sweep.to_dict(), 201)
+
+
+class SweepHandler(BaseHandler):
+    """``GET /sweeps/{id}`` -> ``{"id", "jobs", "leaderboard"}``, 404 unknown; ``DELETE`` cancels it."""
+
+    def sweep(self, sweep_id: str):
+        from ..sweeps import Sweep
+
+        sweep = Sweep(self.cluster, sweep_id)
+        if not (self.is_admin() or sweep.record.owner == self.user()):
+            raise NotFound(f"no sweep {sweep_id!r}")
+        return sweep
+
+    @web.authenticated
+    def get(self, sweep_id: str) -> None:
+        self.reply(self.sweep(sweep_id).to_dict())
+
+    @web.authenticated
+    def delete(self, sweep_id: str) -> None:
+        self.reply(self.sweep(sweep_id).cancel().to_dict())
+
+
 def routes() -> list[tuple[str, type]]:
     return [
         (rf"{API}/jobs/?", JobsHandler),
@@ -212,4 +264,6 @@ def routes() -> list[tuple[str, type]]:
         (rf"{API}/cluster/?", ClusterHandler),
         (rf"{API}/cluster/timeline/?", TimelineHandler),
         (rf"{API}/notebook-parameters/?", ParametersHandler),
+        (rf"{API}/sweeps/?", SweepsHandler),
+        (rf"{API}/sweeps/(?P<sweep_id>[a-z0-9]{{1,32}})/?", SweepHandler),
     ]
