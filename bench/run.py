@@ -8,7 +8,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-BENCHMARKS = ["bench_jobs", "bench_allocate", "bench_sim", "bench_elastic_throughput", "bench_elastic_rescale"]
+BENCHMARKS = ["bench_jobs", "bench_allocate", "bench_sim", "bench_elastic_throughput", "bench_elastic_rescale",
+              "bench_elastic_pauses", "bench_elastic_equivalence", "bench_load"]
 
 
 def print_table(rows: list[dict]) -> None:

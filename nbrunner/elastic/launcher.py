@@ -40,7 +40,7 @@ __all__ = ["LearnerSpec", "LearnerHandle", "Launcher", "LocalLauncher", "learner
 @dataclass
 class LearnerSpec:
     learner_id: str
-    slot: Slot
+    slot: Optional[Slot]  # None: a standby learner, bound to a slot later through the store
     master_addr: str
     master_port: int
     log_path: Optional[Path] = None
@@ -126,6 +126,7 @@ class LocalLauncher:
     the learner sees only that GPU (``CUDA_VISIBLE_DEVICES``)."""
 
     master_addr = "127.0.0.1"
+    supports_standby = True  # learners may be started before their slot is known
 
     def __init__(self, extra_env: Optional[dict] = None):
         self.extra_env = dict(extra_env or {})
@@ -135,7 +136,9 @@ class LocalLauncher:
         env.update(self.extra_env)
         env.update({k: str(v) for k, v in spec.env.items()})
         env.setdefault("PYTHONUNBUFFERED", "1")
-        if spec.slot.is_gpu:
+        if spec.slot is None:
+            env["NBRUNNER_ELASTIC_STANDBY"] = "1"  # the learner picks its GPU when it is assigned
+        elif spec.slot.is_gpu:
             env["CUDA_VISIBLE_DEVICES"] = str(spec.slot.gpu_index)
         else:
             env["CUDA_VISIBLE_DEVICES"] = ""

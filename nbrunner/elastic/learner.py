@@ -64,6 +64,17 @@ def _is_comm_error(e: BaseException) -> bool:
     return isinstance(e, RuntimeError) and any(m in msg for m in _COMM_MARKERS)
 
 
+def _ddp_params() -> set:
+    import inspect
+
+    from torch.nn.parallel import DistributedDataParallel
+
+    return set(inspect.signature(DistributedDataParallel.__init__).parameters)
+
+
+_DDP_PARAMS = _ddp_params()
+
+
 def _usable_cpus() -> int:
     fixed = os.environ.get("NBRUNNER_ELASTIC_CPUS")
     if fixed:
@@ -125,7 +136,7 @@ class _Poller(threading.Thread):
     """Background thread with its own store connection: keeps ``req`` fresh and forwards
     queued records to the driver, so the training loop never waits on the store."""
 
-    def __init__(self, addr: str, port: int, timeout: float, interval: float = 0.005):
+    def __init__(self, addr: str, port: int, timeout: float, interval: float = 0.05):
         super().__init__(daemon=True, name="nbrunner-poller")
         self.store = dist.TCPStore(addr, port, is_master=False, timeout=timedelta(seconds=timeout))
         self.req = 0
@@ -195,6 +206,40 @@ def _clone_state(obj, device=None):
     return copy.deepcopy(obj)
 
 
+def _copy_into(dst, src) -> bool:
+    """Copy ``src`` into the same-shaped structure ``dst`` in place; False (and ``dst``
+    possibly partly written) when the structures differ."""
+    if isinstance(src, torch.Tensor):
+        if not isinstance(dst, torch.Tensor) or dst.shape != src.shape or dst.dtype != src.dtype \
+                or dst.device != src.device:
+            return False
+        dst.copy_(src.detach())
+        return True
+    if isinstance(src, dict):
+        if not isinstance(dst, dict) or dst.keys() != src.keys():
+            return False
+        for k, v in src.items():
+            if isinstance(v, (torch.Tensor, dict, list, tuple)):
+                if not _copy_into(dst[k], v):
+                    return False
+            elif dst[k] != v:
+                dst[k] = copy.deepcopy(v)
+        return True
+    if isinstance(src, (list, tuple)):
+        if not isinstance(dst, (list, tuple)) or len(dst) != len(src):
+            return False
+        for i, v in enumerate(src):
+            if isinstance(v, (torch.Tensor, dict, list, tuple)):
+                if not _copy_into(dst[i], v):
+                    return False
+            elif dst[i] != v:
+                if isinstance(dst, tuple):
+                    return False
+                dst[i] = copy.deepcopy(v)
+        return True
+    return False
+
+
 def _strip_tensors(obj, out: list):
     if isinstance(obj, torch.Tensor):
         out.append(obj)
@@ -244,27 +289,25 @@ class Learner:
         self.store = dist.TCPStore(self.addr, self.port, is_master=False, timeout=timedelta(seconds=t))
 
     def load(self) -> None:
+        """Everything that does not depend on the slot: payload, datasets, imports."""
         import cloudpickle
 
         for p in reversed([p for p in os.environ.get("NBRUNNER_ELASTIC_SYSPATH", "").split(os.pathsep) if p]):
             if p not in sys.path:
                 sys.path.append(p)
         payload = cloudpickle.loads(self.store.get(PAYLOAD))
-        t_payload = time.time()
+        self.t_payload = time.time()
         self.cfg = cfg = payload["config"]
         self.model, self.opt, self.loss_fn, get_datasets, self.metrics = payload["objects"]
         self.ts = payload["train_state"]
         self.timeout = float(cfg["timeout"])
         self.poller = _Poller(self.addr, self.port, max(self.timeout, 30.0))
         self.poller.start()
-        if os.environ.get("NBRUNNER_ELASTIC_DEVICE", "cpu") == "cuda":
-            torch.cuda.set_device(0)
-            self.device = torch.device("cuda", 0)
         ds = get_datasets()
         if not isinstance(ds, (tuple, list)) or len(ds) != 2:
             raise TypeError("get_datasets() must return (train_dataset, test_dataset)")
         self.train_ds, self.test_ds = ds
-        t_data = time.time()
+        self.t_data = time.time()
         self.n_train = len(self.train_ds)
         self.n_test = len(self.test_ds) if self.test_ds is not None else 0
         self.B = int(cfg["effective_batch_size"])
@@ -272,23 +315,43 @@ class Learner:
         if self.spe < 1:
             raise ValueError(f"the training set has {self.n_train} samples, fewer than effective_batch_size={self.B}")
         self.total = self.spe * int(cfg["epochs"])
-        self.model.to(self.device)
-        if cfg.get("sync_batchnorm"):
-            from .sync_bn import convert_sync_batchnorm
-
-            self.model = convert_sync_batchnorm(self.model, self.device.type)
-        self.model.train()
         # DistributedDataParallel imports torch._dynamo on first use (~1 s): do it now, while
         # the current learners keep training, instead of during the resize pause.
         import torch._dynamo  # noqa: F401
         from torch.nn.parallel import DistributedDataParallel  # noqa: F401
 
         torch.set_num_threads(max(1, int(os.environ.get("NBRUNNER_ELASTIC_THREADS", "1"))))
+
+    def wait_assignment(self) -> None:
+        """Standby learner: wait until the driver binds it to a slot (it has not touched
+        any GPU yet, so it can still choose which one it sees)."""
+        post(self.store, [{"type": "standby", "lid": self.lid, "pid": os.getpid()}])
+        key = f"assign/{self.lid}"
+        while not self._wait_keys([key], 1.0):
+            pass
+        slot = pickle.loads(self.store.get(key))
+        if slot.get("gpu") is not None:
+            os.environ["CUDA_VISIBLE_DEVICES"] = str(slot["gpu"])
+            os.environ["NBRUNNER_ELASTIC_DEVICE"] = "cuda"
+        else:
+            os.environ["NBRUNNER_ELASTIC_DEVICE"] = "cpu"
+
+    def bind(self) -> None:
+        """Device-dependent setup, then tell the driver this learner can join."""
+        if os.environ.get("NBRUNNER_ELASTIC_DEVICE", "cpu") == "cuda":
+            torch.cuda.set_device(0)
+            self.device = torch.device("cuda", 0)
+        self.model.to(self.device)
+        if self.cfg.get("sync_batchnorm"):
+            from .sync_bn import convert_sync_batchnorm
+
+            self.model = convert_sync_batchnorm(self.model, self.device.type)
+        self.model.train()
         post(self.store, [{"type": "ready", "lid": self.lid, "pid": os.getpid(), "host": socket.gethostname(),
                            "n_train": self.n_train, "n_test": self.n_test, "steps_per_epoch": self.spe}])
-        self.log(f"ready after {time.time() - _T_START:.2f}s (payload {t_payload - _T_START:.2f}s, datasets "
-                 f"{t_data - t_payload:.2f}s): {self.n_train} train / {self.n_test} test samples, "
-                 f"{self.spe} steps per epoch")
+        self.log(f"ready after {time.time() - _T_START:.2f}s (payload at {self.t_payload - _T_START:.2f}s, "
+                 f"datasets {self.t_data - self.t_payload:.2f}s): {self.n_train} train / {self.n_test} test "
+                 f"samples, {self.spe} steps per epoch, device {self.device}")
 
     # ---------------------------------------------------------------- control
     def _req(self) -> int:
@@ -297,8 +360,23 @@ class Learner:
     def _aborted(self, g: int) -> bool:
         return self.store.check([abort_key(g)])
 
+    def _wait_keys(self, keys: list, timeout: float) -> bool:
+        """Block until all ``keys`` exist (True) or ``timeout`` passes (False), without
+        busy polling; exits the process if the driver is gone."""
+        try:
+            self.store.wait(keys, timedelta(seconds=timeout))
+            return True
+        except Exception:
+            try:
+                self._req()
+            except Exception:
+                raise _Exit(3)
+            return False
+
     def wait_plan(self) -> Plan:
         while True:
+            if self._req() <= self.checked:
+                self._wait_keys([plan_key(self.checked + 1)], 1.0)
             req = self._req()
             if req > self.checked:
                 self.checked = req
@@ -310,7 +388,6 @@ class Learner:
                     return plan
                 if self.was_active:
                     raise _Exit(0)
-            time.sleep(0.002)
 
     def report_fail(self, g: int, err: str = "") -> None:
         if self.clean and (self.snap is None or self.snap.step < self.ts["step"]):
@@ -322,8 +399,14 @@ class Learner:
 
     # ---------------------------------------------------------------- state
     def snapshot(self) -> None:
-        self.snap = _Snapshot(self.ts["step"], _clone_state(self.model.state_dict()),
-                              _clone_state(self.opt.state_dict()), copy.deepcopy(self.ts))
+        """Copy of model, optimizer and position; reuses the previous snapshot's buffers
+        when the structure is unchanged (a memcpy, no allocation)."""
+        msd, osd = self.model.state_dict(), self.opt.state_dict()
+        old = self.snap
+        if old is not None and _copy_into(old.model, msd) and _copy_into(old.opt, osd):
+            old.step, old.ts = self.ts["step"], copy.deepcopy(self.ts)
+            return
+        self.snap = _Snapshot(self.ts["step"], _clone_state(msd), _clone_state(osd), copy.deepcopy(self.ts))
 
     def restore(self, snap: _Snapshot) -> None:
         with torch.no_grad():
@@ -385,6 +468,9 @@ class Learner:
     def run(self) -> int:
         self.connect()
         self.load()
+        if os.environ.get("NBRUNNER_ELASTIC_STANDBY"):
+            self.wait_assignment()
+        self.bind()
         plan = self.wait_plan()
         while True:
             outcome = self.run_gen(plan)
@@ -404,12 +490,11 @@ class Learner:
         self.store.set(arrive_key(g, self.lid), b"1")
         keys = [arrive_key(g, m) for m in plan.members]
         deadline = time.monotonic() + self.timeout
-        while not self.store.check(keys):
+        while not self._wait_keys(keys, 0.1):
             if self._aborted(g) or self._req() > g:
                 raise _Aborted(f"generation {g} abandoned")
             if time.monotonic() > deadline:
                 raise _Aborted(f"generation {g}: not all learners arrived within {self.timeout:.0f}s")
-            time.sleep(0.001)
 
     def _teardown(self) -> None:
         self.net = None
@@ -445,9 +530,11 @@ class Learner:
             self.clean = True
             self.failed = False
             self.snapshot()
-            colocated = int(plan.threads.get(self.lid, 0)) if plan.threads else 0
-            if colocated and self.device.type == "cpu":
-                torch.set_num_threads(max(1, _usable_cpus() // colocated))
+            share = int(plan.threads.get(self.lid, 0)) if plan.threads else 0
+            if share and self.device.type == "cpu":
+                n = -share if share < 0 else max(1, _usable_cpus() // share)
+                if torch.get_num_threads() != n:
+                    torch.set_num_threads(n)
             return self.train(plan, rank)
         except _Exit:
             self._teardown()
@@ -469,9 +556,12 @@ class Learner:
         cfg = self.cfg
         ts = self.ts
         if W > 1:
-            net = DDP(self.model, device_ids=[0] if self.device.type == "cuda" else None,
-                      broadcast_buffers=bool(cfg.get("broadcast_buffers", True)), init_sync=False,
-                      find_unused_parameters=bool(cfg.get("find_unused_parameters", False)))
+            kw = {"init_sync": False, "find_unused_parameters": bool(cfg.get("find_unused_parameters", False))}
+            if "forward_sync_buffers" in _DDP_PARAMS:
+                kw["forward_sync_buffers"] = bool(cfg.get("broadcast_buffers", True))
+            else:
+                kw["broadcast_buffers"] = bool(cfg.get("broadcast_buffers", True))
+            net = DDP(self.model, device_ids=[0] if self.device.type == "cuda" else None, **kw)
             net.register_comm_hook(None, _sum_hook)
         else:
             net = self.model

@@ -127,7 +127,7 @@ def _normalize_metrics(metrics) -> dict:
 
 
 class _L:
-    def __init__(self, lid: str, slot: Slot, handle, log_path):
+    def __init__(self, lid: str, slot: Optional[Slot], handle, log_path):
         self.lid, self.slot, self.handle, self.log_path = lid, slot, handle, log_path
         self.status = "starting"   # starting | ready | member | exited
         self.t_spawn = time.monotonic()
@@ -203,7 +203,8 @@ class ElasticTrainer:
               verbose: int = 1, print_every: float = 30.0, master_addr: Optional[str] = None,
               eval_batch_size: int = 512, max_failures: int = 20, max_slot_failures: int = 3,
               join_wait: float = 3.0, broadcast_buffers: bool = True,
-              find_unused_parameters: bool = False, keep_checkpoints: int = 2) -> History:
+              find_unused_parameters: bool = False, keep_checkpoints: int = 2,
+              prestart: Optional[int] = None, threads_per_learner: Optional[int] = None) -> History:
         """Train for ``epochs`` epochs and return the History; ``self.model`` then holds the
         final weights (and ``self.optimizer`` the final optimizer state).
 
@@ -212,6 +213,16 @@ class ElasticTrainer:
         ``checkpoint_dir``: where checkpoints go (default: ``runs/<job-id>/checkpoints`` in a
         job, none outside); an existing checkpoint there is resumed from.
         ``model_dir``: where the final model is saved (default ``runs/<job-id>/model`` in a job).
+        ``prestart``: standby learners kept started (imports, payload, datasets done; no
+        slot, no GPU touched) so that a newly granted slot gets a learner at once.  Default:
+        one while fewer slots than ``max_gpus`` are granted and the launcher supports it
+        (the local launcher does), else none (also none when ``max_gpus`` is None).
+        ``sync_batchnorm``: synchronise BatchNorm statistics over the global batch.
+        ``snapshot_every``: steps between in-memory snapshots (failure recovery point).
+        ``timeout``: seconds a collective may wait for a peer before it counts as failed.
+        ``threads_per_learner``: torch intra-op threads of a CPU learner (default: the host's
+        usable CPUs divided by ``max_gpus`` -- or by the most slots granted so far when
+        ``max_gpus`` is None -- at least 1, constant across resizes).
         """
         if epochs < 0 or effective_batch_size < 1:
             raise ValueError("epochs must be >= 0 and effective_batch_size >= 1")
@@ -229,7 +240,8 @@ class ElasticTrainer:
                     eval_batch_size=int(eval_batch_size), max_failures=int(max_failures),
                     max_slot_failures=int(max_slot_failures), join_wait=float(join_wait),
                     broadcast_buffers=bool(broadcast_buffers), find_unused_parameters=bool(find_unused_parameters),
-                    keep_checkpoints=int(keep_checkpoints))
+                    keep_checkpoints=int(keep_checkpoints), prestart=prestart,
+                    threads_per_learner=threads_per_learner)
         run = _Run(self, opts)
         self._run = run
         try:
@@ -270,6 +282,10 @@ class _Run:
         self._last_print = time.monotonic()
         self._granted: list[Slot] = []
         self._next_grant_poll = 0.0
+        self.standby_failures = 0
+        self._max_granted = 0
+        self._waiting_said = False
+        self.t_start = time.monotonic()
 
     # ------------------------------------------------------------------ helpers
     def say(self, msg: str) -> None:
@@ -302,7 +318,13 @@ class _Run:
         self.logs_dir = logs_dir
         run_tag = uuid.uuid4().hex[:6]
 
-        # resume
+        # resume (a temp file left by a write the previous run did not finish is never read)
+        if ckpt_dir is not None and ckpt_dir.is_dir():
+            for stale in ckpt_dir.glob(".ckpt-*.tmp"):
+                try:
+                    stale.unlink()
+                except OSError:
+                    pass
         ts = {"step": 0, "loss_sum": 0.0, "loss_n": 0, "sizes": [], "epochs": []}
         path, ck = _latest_checkpoint(ckpt_dir)
         self.resume_n_train = None
@@ -393,10 +415,14 @@ class _Run:
             self._plan()
             if len(self.history.failures) > o["max_failures"]:
                 raise ElasticTrainingError(f"{len(self.history.failures)} learner failures: giving up")
-            if not any(L.alive for L in self.learners.values()) and not self._spawnable():
-                raise ElasticTrainingError("no learner is running and no slot is available to start one"
-                                           + self._last_logs())
-            time.sleep(0.004)
+            if not any(L.alive and L.slot is not None for L in self.learners.values()):
+                if self._granted and not self._spawnable():
+                    raise ElasticTrainingError("every granted slot failed to run a learner "
+                                               f"{self.o['max_slot_failures']} times" + self._last_logs())
+                if not self._granted and not self._waiting_said and now - self.t_start > 5:
+                    self._waiting_said = True
+                    self.say("ElasticTrainer: waiting for the slot source to grant a slot ...")
+            time.sleep(0.01)
 
     def _last_logs(self) -> str:
         dead = [L for L in self.learners.values() if L.status == "exited" and L.rc not in (0, None)]
@@ -448,6 +474,7 @@ class _Run:
             if L is not None:
                 L.failed_gen = max(L.failed_gen, int(r["gen"]))
                 L.snap_step = r.get("snap_step")
+            self.step_high = max(self.step_high, int(r.get("step") or 0))
             self._start_recovery(f"learner {r['lid']} lost its group: {r.get('error', '')[:200]}")
         elif typ == "error":
             raise ElasticTrainingError(f"learner {r['lid']} raised during {r.get('where', 'training')}:\n"
@@ -483,7 +510,7 @@ class _Run:
         if on_progress is not None:
             on_progress(step)
         for cb in self.t.callbacks:
-            cb.on_step(step, {"loss": r["loss"], "learners": r["world"], "samples_per_s": sps})
+            cb.on_step(step, {"loss": r["loss"], "learners": r["world"], "samples_per_s": sps, "time": r["t"]})
         now = time.monotonic()
         total = self._total()
         if now - self._last_report >= 1.0:
@@ -567,16 +594,35 @@ class _Run:
     def _spawnable(self) -> bool:
         return any(self.slot_failures.get(s, 0) < self.o["max_slot_failures"] for s in self._granted)
 
-    def _spawn(self, slot: Slot) -> None:
+    def _spawn(self, slot: Optional[Slot]) -> _L:
         lid = self._new_lid()
         log_path = self.logs_dir / f"learner-{self.run_tag}-{lid}.log"
         env = {"NBRUNNER_ELASTIC_SYSPATH": self.sys_path,
-               "NBRUNNER_ELASTIC_DEVICE": "cuda" if slot.is_gpu else "cpu",
+               "NBRUNNER_ELASTIC_DEVICE": "cuda" if (slot is not None and slot.is_gpu) else "cpu",
                "NBRUNNER_ELASTIC_STORE_TIMEOUT": str(max(30.0, self.o["timeout"]))}
         spec = LearnerSpec(learner_id=lid, slot=slot, master_addr=self.master_addr, master_port=self.port,
                            log_path=log_path, env=env)
         handle = self.launcher.launch(spec)
-        self.learners[lid] = _L(lid, slot, handle, log_path)
+        L = _L(lid, slot, handle, log_path)
+        self.learners[lid] = L
+        return L
+
+    def _assign(self, L: _L, slot: Slot) -> None:
+        """Bind a standby learner to a granted slot."""
+        L.slot = slot
+        L.t_spawn = time.monotonic()
+        self.store.set(f"assign/{L.lid}", pickle.dumps({"host": slot.host, "index": slot.index,
+                                                        "gpu": slot.gpu_index if slot.is_gpu else None}))
+
+    def _want_standby(self) -> int:
+        p = self.o["prestart"]
+        if self.standby_failures >= 3 or not getattr(self.launcher, "supports_standby", False):
+            return 0
+        if p is not None:
+            return max(0, int(p))
+        if self.o["max_gpus"] is None:
+            return 0  # no idea whether more slots may come
+        return 1 if len(self._granted) < self._cap() else 0
 
     def _poll_procs(self) -> None:
         exited = []
@@ -589,6 +635,11 @@ class _Run:
             prev = L.status
             L.status = "exited"
             L.rc = rc
+            if L.slot is None:  # a standby learner
+                if rc != 0 and not L.leaving:
+                    self.standby_failures += 1
+                    self.say(f"  standby learner {L.lid} exited with code {rc}" + self._tail_note(L))
+                continue
             exited.append(L.slot)
             if rc == 0:
                 if not L.leaving:
@@ -630,21 +681,48 @@ class _Run:
     def _poll_grants(self) -> None:
         if self.final or self.finishing:
             self._granted = []
+            for L in self.learners.values():
+                if L.alive and L.slot is None and not L.leaving:
+                    L.leaving = True
+                    L.handle.terminate()
             return
         granted = list(self.slots.granted())[: self._cap()]
         self._granted = granted
+        self._max_granted = max(self._max_granted, len(granted))
         gset = set(granted)
         involved = self._involved()
         for L in self.learners.values():
-            if L.alive and L.slot not in gset and L.lid not in involved and not L.leaving:
+            if L.alive and L.slot is not None and L.slot not in gset and L.lid not in involved and not L.leaving:
                 L.leaving = True
                 L.handle.terminate()
         have = {L.slot for L in self.learners.values() if L.alive}
+        standby = [L for L in self.learners.values() if L.alive and L.slot is None]
         for slot in granted:
             if slot not in have and self.slot_failures.get(slot, 0) < self.o["max_slot_failures"]:
-                self._spawn(slot)
+                if standby:
+                    self._assign(standby.pop(0), slot)
+                else:
+                    self._spawn(slot)
+        want = self._want_standby()
+        while len(standby) < want:
+            standby.append(self._spawn(None))
+        for L in standby[want:]:
+            if L.status == "starting":
+                L.leaving = True
+                L.handle.terminate()
 
     # ------------------------------------------------------------------ planning
+    def _cpu_share(self, colocated: int) -> int:
+        """How many learners of this job share a host's CPUs: a CPU learner uses
+        usable_cpus // share intra-op threads.  The share is the job's maximum learner
+        count (not the current one), so a resize never changes a learner's thread count
+        (oversubscribing a shared host makes every parallel region wait for descheduled
+        threads).  A negative value asks for exactly -n threads."""
+        if self.o["threads_per_learner"]:
+            return -int(self.o["threads_per_learner"])
+        share = self.o["max_gpus"] or self._max_granted
+        return max(colocated, min(share, self._cap()))
+
     def _publish(self, members: list[_L], source: _L, mode: str, reason: str, prev_world: int,
                  checkpoint: Optional[str] = None) -> None:
         self.gen += 1
@@ -654,7 +732,7 @@ class _Run:
             per_host[L.slot.host] = per_host.get(L.slot.host, 0) + 1
         backend = "nccl" if all(L.slot.is_gpu for L in members) else "gloo"
         plan = Plan(gen=g, members=[L.lid for L in members], source=source.lid, mode=mode, backend=backend,
-                    threads={L.lid: per_host[L.slot.host] for L in members}, prev_world=prev_world,
+                    threads={L.lid: self._cpu_share(per_host[L.slot.host]) for L in members}, prev_world=prev_world,
                     reason=reason, checkpoint=checkpoint)
         self.plans[g] = plan
         self.store.set(plan_key(g), plan.dumps())
@@ -778,6 +856,10 @@ class _Run:
 
     def _shutdown(self) -> None:
         live = [L for L in self.learners.values() if L.alive]
+        for L in live:  # standby / not yet joined learners have nothing to finish
+            if L.status != "member":
+                L.leaving = True
+                L.handle.terminate()
         deadline = time.monotonic() + (10.0 if self.final else 0.5)
         for L in live:
             while L.handle.poll() is None and time.monotonic() < deadline:
@@ -791,6 +873,6 @@ class _Run:
             L.status = "exited"
         if live:
             try:
-                self.slots.released([L.slot for L in live])
+                self.slots.released([L.slot for L in live if L.slot is not None])
             except Exception:
                 pass
