@@ -191,7 +191,7 @@ class Cluster:
         deadline = time.monotonic() + timeout
         while len(live_capacity(self.store).workers) < workers or not self.store.r.exists(LEASE):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"fewer than {count} workers registered after {timeout} s")
+                raise TimeoutError(f"no scheduler or fewer than {workers} workers after {timeout} s")
             time.sleep(0.1)
 
     def shutdown(self) -> None:

@@ -43,8 +43,31 @@ def describe_failure(exc: BaseException, timeout: float | None) -> str:
     if isinstance(exc, (CellTimeoutError, JobTimeoutException, JobTimeout)):
         return f"timeout: the job ran longer than its {timeout:g} s limit" if timeout else "timeout"
     if isinstance(exc, DeadKernelError):
-        return "kernel died (DeadKernelError): the notebook's process exited or was killed"
+        code = kernel_exit_code()
+        if code is not None and code < 0:
+            import signal
+
+            return f"{KERNEL_KILLED} by {signal.Signals(-code).name} (DeadKernelError)"
+        return f"kernel died (DeadKernelError): the notebook's process exited with code {code}"
     return one_line(f"{exc.__class__.__name__}: {exc}")
+
+
+KERNEL_KILLED = "kernel killed"  # from outside (OOM killer, an admin): the job is retried
+
+
+def kernel_exit_code() -> int | None:
+    """Exit code of the kernel papermill started in this process (negative: killed by a signal).
+
+    papermill only says ``DeadKernelError``; the kernel's ``Popen`` object still holds how it
+    ended, so an exit of the notebook's own (``os._exit``) is told apart from a kill."""
+    import gc
+    import subprocess
+
+    for obj in gc.get_objects():
+        if isinstance(obj, subprocess.Popen) and "ipykernel" in " ".join(map(str, obj.args or [])):
+            if obj.returncode is not None:
+                return obj.returncode
+    return None
 
 
 def mark_failure(output: Path, error: str) -> None:

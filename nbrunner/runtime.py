@@ -61,7 +61,12 @@ def report(progress: float | None = None, metrics: dict[str, Any] | None = None,
         with open(d / "metrics.jsonl", "a") as f:
             f.write(json.dumps(line) + "\n")
     if ENV_REDIS_URL in os.environ:
-        _job_store().update_progress(jid, progress=progress, metrics=metrics)
+        import redis
+
+        try:
+            _job_store().update_progress(jid, progress=progress, metrics=metrics)
+        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
+            pass  # Redis is restarting: metrics.jsonl has the line; the next report updates the record
 
 
 def record(name: str, value: Any) -> None:

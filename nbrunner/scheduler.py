@@ -103,13 +103,14 @@ def admitted(total: int, demands: list[dict], policy: str) -> set[str]:
         key = lambda d: (not d["running"], -d["priority"], d["submitted_at"], d["id"])  # noqa: E731
     else:
         key = lambda d: (not d["running"], d["submitted_at"], d["id"])  # noqa: E731
-    out, used = set(), 0
+    out, used, blocked = set(), 0, False
     for d in sorted(demands, key=key):
-        if d["max_gpus"] == 0:
+        if d["max_gpus"] == 0:  # never refused for lack of a GPU, even behind a blocked job
             out.add(d["id"])
             continue
-        if used + d["min_gpus"] > total:
-            break
+        if blocked or used + d["min_gpus"] > total:
+            blocked = True
+            continue
         used += d["min_gpus"]
         out.add(d["id"])
     return out

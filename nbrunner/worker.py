@@ -23,6 +23,7 @@ from typing import Any
 import psutil
 from rq import Worker
 
+from . import grants
 from .config import Settings
 from .models import JobRecord
 from .queues import DEFAULT_QUEUE, host_queue, rq_connection
@@ -163,20 +164,33 @@ class NbrunnerWorker(Worker):
     def _settle(self, job_id: str, attempt: int) -> None:
         """After the horse is gone: record a death it could not record, and the release."""
 
+        from .execute import KERNEL_KILLED
+        from .models import utcnow
+
         def change(rec: JobRecord) -> bool:
             if rec.attempt != attempt or rec.worker != self.name:
                 return False
             if rec.status == "running":
                 rec.status = "failed"
                 rec.error = "worker process died: the job's process was killed"
-                from .models import utcnow
-
                 rec.finished_at = utcnow()
+            if rec.status == "failed" and rec.error and rec.error.startswith(KERNEL_KILLED) and rec.lost < rec.retries:
+                rec.lost += 1  # killed from outside, like a lost worker: run it again
+                rec.status, rec.dispatched, rec.finished_at, rec.progress = "queued", False, None, None
+                rec.worker = None
             rec.released = True
             return True
 
         try:
-            self.store.update(job_id, change, event="released")
+            rec = self.store.update(job_id, change, event="released")
+            if rec is not None and rec.status == "queued":
+                log.warning("job %s: kernel killed, re-queued", job_id)
+            if rec is not None:
+                held = grants.held_by(self.store.r, job_id)
+                if rec.status == "queued" and held:
+                    grants.release(self.store.r, job_id, held, reason="requeued")
+                    grants.write_grant(self.store.r, job_id, [])
+                    grants.sync_record(self.store, job_id)
         except Exception as exc:
             log.warning("could not settle job %s: %s", job_id, exc)
 

@@ -42,3 +42,18 @@ def wait_for(condition: Callable[[], object], timeout: float = 30.0, interval: f
         time.sleep(interval)
 
 
+
+
+def no_slot_ever_held_twice(r) -> int:
+    """Replay the grant/release log: a slot is granted only while nobody holds it."""
+    holder: dict[str, str] = {}
+    from nbrunner import grants
+
+    events = r.xrange(grants.SLOTLOG)
+    for _id, e in events:
+        if e["action"] == "grant":
+            assert e["slot"] not in holder, f"slot {e['slot']} granted to {e['job']} while {holder[e['slot']]} holds it"
+            holder[e["slot"]] = e["job"]
+        else:
+            assert holder.pop(e["slot"]) == e["job"]
+    return len(events)

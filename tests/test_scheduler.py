@@ -14,7 +14,7 @@ import nbrunner
 from nbrunner import grants
 from nbrunner.scheduler import LEASE
 
-from support import make_notebook, wait_for
+from support import make_notebook, no_slot_ever_held_twice, wait_for
 
 GANG = """import os, time
 print('gpus', os.environ['NBRUNNER_GPUS'], 'cuda', os.environ['CUDA_VISIBLE_DEVICES'])
@@ -33,19 +33,6 @@ while not pathlib.Path(STOP).exists():
     if extra:
         client.release(extra)   # our 'learners' on those slots have exited
 """
-
-
-def no_slot_ever_held_twice(r) -> int:
-    """Replay the grant/release log: a slot is granted only while nobody holds it."""
-    holder: dict[str, str] = {}
-    events = r.xrange(grants.SLOTLOG)
-    for _id, e in events:
-        if e["action"] == "grant":
-            assert e["slot"] not in holder, f"slot {e['slot']} granted to {e['job']} while {holder[e['slot']]} holds it"
-            holder[e["slot"]] = e["job"]
-        else:
-            assert holder.pop(e["slot"]) == e["job"]
-    return len(events)
 
 
 def gpus(job) -> int:
@@ -137,3 +124,13 @@ def test_priority_policy_cluster_reports_policy(workspace):
         st = cluster.status()
         assert st["policy"] == "priority" and st["gpus_total"] == 2
         assert st["hosts"][0]["slots"] == [{"index": 0, "job": None}, {"index": 1, "job": None}]
+
+
+def test_admission_never_refuses_a_job_that_needs_no_gpu():
+    from nbrunner.scheduler import admitted
+
+    demands = [{"id": "big", "min_gpus": 2, "max_gpus": 2, "priority": 5000, "submitted_at": 1, "running": False},
+               {"id": "small", "min_gpus": 1, "max_gpus": 1, "priority": 5000, "submitted_at": 2, "running": False},
+               {"id": "cpu", "min_gpus": 0, "max_gpus": 0, "priority": 5000, "submitted_at": 3, "running": False}]
+    assert admitted(1, demands, "fairshare") == {"cpu"}  # no backfill for 'small', but 'cpu' runs
+    assert admitted(3, demands, "fairshare") == {"big", "small", "cpu"}

@@ -195,14 +195,22 @@ export class SubmitForm extends ReactWidget {
 
   protected onAfterAttach(msg: Message): void {
     super.onAfterAttach(msg);
-    // Focus the first input once React has rendered.
-    requestAnimationFrame(() => {
-      const first = this.node.querySelector<HTMLElement>('input, textarea');
-      first?.focus();
-      if (first instanceof HTMLInputElement && first.type !== 'checkbox') {
-        first.select();
-      }
-    });
+    // Focus the first input, its text selected so typing replaces the default,
+    // once React has rendered it (a frame alone can come before the render)
+    // and after the dialog has moved the focus into its body.
+    const focusFirst = () =>
+      requestAnimationFrame(() => {
+        const first = this.node.querySelector<HTMLElement>('input, textarea');
+        const active = document.activeElement;
+        if (active && active !== first && this.node.contains(active)) {
+          return; // the user has already moved to another field: leave it there
+        }
+        first?.focus();
+        if (first instanceof HTMLInputElement && first.type !== 'checkbox') {
+          first.select();
+        }
+      });
+    void (this.renderPromise ?? Promise.resolve()).then(focusFirst, focusFirst);
   }
 
   protected render(): React.ReactElement {

@@ -50,6 +50,12 @@ class BaseHandler(APIHandler):
         super()._handle_request_exception(e)
 
     def user(self) -> str:
+        """The job owner: the Jupyter identity in multi-user mode, else the server's OS user
+        (a token-only server gives every browser a random identity)."""
+        if not self.settings.get("nbrunner_multi_user"):
+            import getpass
+
+            return getpass.getuser()
         user = self.current_user
         return getattr(user, "username", None) or getattr(user, "name", None) or str(user or "anonymous")
 

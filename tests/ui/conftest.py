@@ -1,0 +1,86 @@
+"""Fixtures of the browser tests: a real cluster, a real JupyterLab server, headless chromium.
+
+One cluster and one JupyterLab server per test module (they take a few seconds to start on
+a small machine); a fresh browser page per test, each in its own JupyterLab workspace so no
+test inherits another's open tabs.
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+
+import pytest
+
+from labserver import CHROMIUM, NBRUNNER_ENV, Lab, shot_path, start_lab, stop_lab, write_notebooks
+from support import short_tmpdir
+
+
+@pytest.fixture(scope="module")
+def lab():
+    """A real cluster (2 GPU slots on one host, 2 workers) and a real JupyterLab server on it."""
+    import nbrunner
+
+    ws = short_tmpdir("nbui")
+    state = short_tmpdir("nbuilab")
+    write_notebooks(ws)
+    saved = {k: os.environ.pop(k) for k in NBRUNNER_ENV if k in os.environ}
+    cluster = nbrunner.setup_cluster(gpus=2, workers=2, workspace=ws)
+    token = secrets.token_hex(16)
+    try:
+        proc, url, log = start_lab(ws, state, token)
+    except BaseException:
+        cluster.shutdown()
+        os.environ.update(saved)
+        raise
+    lab = Lab(url=url, token=token, workspace=ws, cluster=cluster, proc=proc, log=log)
+    try:
+        yield lab
+    finally:
+        leftovers = stop_lab(proc)
+        cluster.shutdown()
+        os.environ.update(saved)
+        shutil.rmtree(ws, ignore_errors=True)
+        shutil.rmtree(state, ignore_errors=True)
+        assert not leftovers, f"processes left after JupyterLab stopped: {leftovers}"
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield b
+        b.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, f"rep_{rep.when}", rep)
+
+
+@pytest.fixture
+def page(browser, lab, request):
+    """A new browser page; page errors fail the test; a screenshot is kept when it fails."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=20_000)
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(30_000)
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield pg
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        try:
+            pg.screenshot(path=shot_path(f"FAILED-{re.sub(r'[^A-Za-z0-9_.-]', '_', request.node.name)}"))
+        except Exception:  # noqa: BLE001 - a failed screenshot must not hide the failure
+            pass
+    context.close()
+    assert not errors, f"uncaught errors in the page: {errors}"

@@ -1,0 +1,408 @@
+"""The JupyterLab extension in a real browser, on a real JupyterLab server and a real cluster.
+
+Nothing is stubbed: the page talks to the nbrunner server extension, which talks to the
+cluster's Redis; jobs run on rq workers with papermill.  Screenshots of the key states go to
+``test-artifacts/ui/`` (kept by CI).
+"""
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+from labserver import Lab, shot_path
+from support import wait_for
+
+RUN_TIMEOUT = 120_000  # ms: a job on a busy 2-core machine
+JOB_POST = re.compile(r"/nbrunner/api/jobs(\?[^/]*)?$")
+CONTROLS = "button, input, select, textarea, jp-button"
+HAS_TEXT = re.compile(r"\S")
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def shot(page: Page, name: str) -> None:
+    page.screenshot(path=shot_path(name))
+
+
+def open_lab(page: Page, lab: Lab, tree: str = "") -> None:
+    page.goto(lab.page_url(tree))
+    expect(page.locator("#jupyterlab-splash")).to_have_count(0, timeout=60_000)
+    # The layout is restored once the main area has its first tab (a launcher, or the file).
+    expect(page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab").first).to_be_visible(timeout=60_000)
+    if tree.endswith(".ipynb"):
+        expect(page.get_by_test_id("nbrunner-run-as-job")).to_be_visible(timeout=60_000)
+
+
+def show_sidebar(page: Page, panel_id: str) -> Locator:
+    """Show a left sidebar panel as a user does: click its tab unless it is already shown."""
+    tab = page.locator(f'.jp-SideBar .lm-TabBar-tab[data-id="{panel_id}"]')
+    expect(tab).to_be_visible()
+    panel = page.locator(f'[id="{panel_id}"]')
+    if "lm-mod-current" not in (tab.get_attribute("class") or "") or not panel.is_visible():
+        tab.click()
+    expect(panel).to_be_visible()
+    return panel
+
+
+def jobs_panel(page: Page) -> Locator:
+    show_sidebar(page, "nbrunner-jobs-panel")
+    return page.get_by_test_id("nbrunner-jobs-panel")
+
+
+def job_row(page: Page, job_id: str) -> Locator:
+    return page.locator(f'[data-testid="nbrunner-job"][data-job-id="{job_id}"]')
+
+
+def submit_dialog(page: Page) -> Locator:
+    """The open submit dialog, once ready: its first field has the focus."""
+    dialog = page.get_by_test_id("nbrunner-submit-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator("input, textarea").first).to_be_focused()
+    return dialog
+
+
+def submit_and_get_job(page: Page, press=None) -> dict:
+    """Submit the open dialog (click, or ``press()``) and return the job the server created."""
+    with page.expect_response(lambda r: bool(JOB_POST.search(r.url)) and r.request.method == "POST") as info:
+        if press is None:
+            page.get_by_test_id("nbrunner-submit").click()
+        else:
+            press()
+    resp = info.value
+    assert resp.status == 201, resp.text()
+    return resp.json()
+
+
+def context_menu_run(page: Page, notebook: str, screenshot: str | None = None) -> Locator:
+    browser = show_sidebar(page, "filebrowser")
+    item = browser.locator('.jp-DirListing-item[data-file-type="notebook"]', has_text=notebook)
+    expect(item).to_be_visible()
+    item.click(button="right")
+    entry = page.locator('.lm-Menu-item[data-command="nbrunner:run-as-job"]')
+    expect(entry).to_be_visible()
+    if screenshot:
+        shot(page, screenshot)
+    entry.click()
+    return submit_dialog(page)
+
+
+def job_count(lab: Lab) -> int:
+    code, body = lab.api("GET", "jobs")
+    assert code == 200
+    return len(body["jobs"])
+
+
+@pytest.fixture
+def tickers(lab):
+    """Start ``ticker.ipynb`` jobs (they print until cancelled); cancels leftovers afterwards."""
+    started = []
+
+    def start(running: bool = True, **kwargs) -> str:
+        job = lab.cluster.submit(str(lab.workspace / "ticker.ipynb"), name=kwargs.pop("name", "ticker"), **kwargs)
+        started.append(job)
+        if running:
+            wait_for(lambda: job.status == "running", timeout=90, what=f"job {job.id} to run")
+            # Running and already printing: the log has its first line.
+            wait_for(lambda: "tick 0" in job.logs(), timeout=60, what=f"job {job.id} to print")
+        return job.id
+
+    yield start
+    for job in started:
+        if job.status in ("queued", "running"):
+            job.cancel()
+
+
+# --- tests -----------------------------------------------------------------------------------
+
+def test_run_as_job_from_the_toolbar_to_the_executed_notebook(lab, page):
+    open_lab(page, lab, "greet.ipynb")
+    page.get_by_test_id("nbrunner-run-as-job").click()
+    dialog = submit_dialog(page)
+    expect(dialog.get_by_test_id("nbrunner-submit-notebook")).to_have_text("greet.ipynb")
+    # Pre-filled from the parameters cell: names, defaults, types, the comment as help.
+    params = dialog.locator("[data-param]")
+    expect(params).to_have_count(3)
+    for name, value, kind in [("NAME", "world", "str"), ("TIMES", "2", "int"), ("RATE", "0.5", "float")]:
+        field = dialog.locator(f'[data-param="{name}"]')
+        expect(field).to_have_value(value)
+        expect(field).to_have_attribute("data-param-type", kind)
+    expect(dialog).to_contain_text("who to greet")
+    expect(dialog.get_by_test_id("nbrunner-max-gpus")).to_have_value("0")
+    expect(dialog.get_by_test_id("nbrunner-priority")).to_have_value("5000")
+    shot(page, "01-submit-dialog-prefilled")
+
+    dialog.locator('[data-param="NAME"]').fill("browser")
+    dialog.locator('[data-param="TIMES"]').fill("3")
+    dialog.get_by_test_id("nbrunner-max-gpus").fill("2")
+    dialog.get_by_test_id("nbrunner-job-name").fill("greet-ui")
+    shot(page, "02-submit-dialog-edited")
+    job = submit_and_get_job(page)
+    assert job["status"] == "queued" and job["name"] == "greet-ui"
+    expect(dialog).to_have_count(0)
+
+    panel = jobs_panel(page)
+    row = job_row(page, job["id"])
+    expect(row).to_be_visible()
+    expect(row.get_by_test_id("nbrunner-job-name")).to_have_text("greet-ui")
+    shot(page, "03-jobs-panel-new-job")
+    expect(row).to_have_attribute("data-status", "completed", timeout=RUN_TIMEOUT)
+    expect(row.get_by_test_id("nbrunner-job-status")).to_have_text("completed")
+    expect(row.get_by_test_id("nbrunner-job-gpus")).to_have_text("GPUs 0/2")
+    record = lab.job(job["id"])
+    assert record["parameters"] == {"NAME": "browser", "TIMES": 3, "RATE": 0.5}
+    assert (record["max_gpus"], record["min_gpus"], record["status"]) == (2, 0, "completed")
+    assert [p["gpus"] for p in lab.cluster.job(job["id"]).timeline()][0] == 2  # it held both slots
+    shot(page, "04-jobs-panel-completed")
+
+    open_output = row.get_by_test_id("nbrunner-job-open-output")
+    expect(open_output).to_be_enabled()
+    open_output.click()
+    # The executed notebook opens in the main area, as a notebook.
+    tab = page.locator(f'.lm-DockPanel-tabBar .lm-TabBar-tab[title*="runs/{job["id"]}/output.ipynb"]')
+    expect(tab).to_be_visible()
+    notebook = page.locator(f'[id="{tab.get_attribute("data-id")}"]')
+    expect(notebook).to_have_class(re.compile(r"\bjp-NotebookPanel\b"))
+    expect(notebook).to_be_visible()
+    cells = notebook.locator(".jp-Cell")
+    expect(cells.filter(has_text='NAME = "browser"')).to_have_count(1)  # the injected parameters
+    outputs = notebook.locator(".jp-OutputArea-output")
+    expect(outputs.filter(has_text="hello browser #2")).to_have_count(1)
+    expect(outputs.filter(has_text="rate is 0.5")).to_have_count(1)
+    shot(page, "05-executed-notebook")
+    assert panel.is_visible()
+
+
+def test_run_as_job_from_the_file_browser_context_menu(lab, page):
+    open_lab(page, lab)
+    before = job_count(lab)
+    dialog = context_menu_run(page, "other.ipynb", screenshot="06-file-browser-context-menu")
+    expect(dialog.get_by_test_id("nbrunner-submit-notebook")).to_have_text("other.ipynb")
+    expect(dialog.locator('[data-param="X"]')).to_have_value("1")
+    expect(dialog.get_by_test_id("nbrunner-job-name")).to_have_value("other")
+    shot(page, "07-dialog-from-context-menu")
+    dialog.get_by_test_id("nbrunner-cancel-dialog").click()
+    expect(dialog).to_have_count(0)
+    assert job_count(lab) == before
+
+
+def test_a_refused_submission_shows_the_servers_message(lab, page):
+    shutil.copy(lab.workspace / "other.ipynb", lab.workspace / "doomed.ipynb")
+    open_lab(page, lab)
+    before = job_count(lab)
+
+    # 1. An unknown kernel: the browser cannot know, the server refuses it.
+    dialog = context_menu_run(page, "other.ipynb")
+    dialog.get_by_test_id("nbrunner-kernel").fill("no-such-kernel")
+    with page.expect_response(lambda r: bool(JOB_POST.search(r.url)) and r.request.method == "POST") as info:
+        dialog.get_by_test_id("nbrunner-submit").click()
+    assert info.value.status == 400
+    message = info.value.json()["message"]
+    assert "no-such-kernel" in message
+    error = dialog.get_by_test_id("nbrunner-submit-error")
+    expect(error).to_be_visible()
+    expect(error).to_have_text(message)
+    expect(error).to_have_attribute("role", "alert")
+    expect(dialog).to_be_visible()  # still open, with the user's input
+    expect(dialog.get_by_test_id("nbrunner-kernel")).to_have_value("no-such-kernel")
+    shot(page, "08-dialog-refused-by-server")
+    assert job_count(lab) == before
+
+    # Fixing the field and submitting again works from the same dialog.
+    dialog.get_by_test_id("nbrunner-kernel").fill("")
+    job = submit_and_get_job(page)
+    expect(dialog).to_have_count(0)
+    expect(job_row(page, job["id"])).to_be_visible()
+
+    # 2. A notebook that disappeared while the dialog was open.
+    dialog = context_menu_run(page, "doomed.ipynb")
+    (lab.workspace / "doomed.ipynb").unlink()
+    count = job_count(lab)
+    dialog.get_by_test_id("nbrunner-submit").click()
+    error = dialog.get_by_test_id("nbrunner-submit-error")
+    expect(error).to_have_text("notebook not found: doomed.ipynb")
+    expect(dialog).to_be_visible()
+    assert job_count(lab) == count
+    dialog.get_by_test_id("nbrunner-cancel-dialog").click()
+    expect(dialog).to_have_count(0)
+
+
+def test_change_the_priority_of_a_running_job_inline(lab, page, tickers):
+    job_id = tickers(priority=5000)
+    open_lab(page, lab)
+    jobs_panel(page)
+    row = job_row(page, job_id)
+    expect(row).to_have_attribute("data-status", "running")
+    priority = row.get_by_test_id("nbrunner-job-priority")
+    expect(priority).to_have_value("5000")
+    priority.fill("9000")
+    priority.press("Enter")
+    wait_for(lambda: lab.cluster.job(job_id).record.priority == 9000, timeout=15, what="the new priority")
+    assert lab.job(job_id)["priority"] == 9000  # the REST API shows it too
+    expect(priority).to_have_value("9000")
+    shot(page, "09-priority-changed")
+    # Escape undoes an edit that was not applied.
+    priority.fill("1234")
+    priority.press("Escape")
+    expect(priority).to_have_value("9000")
+    assert lab.job(job_id)["priority"] == 9000
+
+
+def test_cancel_a_running_job_from_the_panel(lab, page, tickers):
+    job_id = tickers()
+    open_lab(page, lab)
+    jobs_panel(page)
+    row = job_row(page, job_id)
+    expect(row).to_have_attribute("data-status", "running")
+    cancel = row.get_by_test_id("nbrunner-job-cancel")
+    expect(cancel).to_have_accessible_name(re.compile(r"Cancel job ticker"))
+    cancel.click()
+    expect(row).to_have_attribute("data-status", "cancelled")
+    expect(row.get_by_test_id("nbrunner-job-cancel")).to_have_count(0)
+    expect(row.get_by_test_id("nbrunner-job-priority")).to_be_disabled()
+    record = lab.job(job_id)
+    assert record["status"] == "cancelled" and record["error"] == "cancelled"
+    shot(page, "10-job-cancelled")
+
+
+def test_the_log_view_follows_a_running_job(lab, page, tickers):
+    job_id = tickers()
+    open_lab(page, lab)
+    jobs_panel(page)
+    job_row(page, job_id).get_by_test_id("nbrunner-job-log").click()
+    view = page.locator(f'[data-testid="nbrunner-log-view"][data-job-id="{job_id}"]')
+    text = view.get_by_test_id("nbrunner-log-text")
+    expect(text).to_contain_text("tick 0")
+    expect(view.get_by_test_id("nbrunner-log-status")).to_contain_text("following the log")
+    # Live: lines printed after the view opened keep arriving.
+    last = max(int(n) for n in re.findall(r"tick (\d+)", text.inner_text()))
+    expect(text).to_contain_text(f"tick {last + 6}")
+    shot(page, "11-log-view-live")
+    lab.cluster.job(job_id).cancel()
+    expect(view).to_have_attribute("data-done", "true")
+    expect(view).to_have_attribute("data-status", "cancelled")
+    expect(view.get_by_test_id("nbrunner-log-status")).to_contain_text("cancelled")
+
+
+def test_the_cluster_view_shows_slots_and_the_gpu_timeline(lab, page, tickers):
+    job_id = tickers(max_gpus=2, name="two-gpus")
+    wait_for(lambda: lab.job(job_id)["gpus"] == 2, timeout=30, what="the job to hold 2 GPUs")
+    open_lab(page, lab)
+    jobs_panel(page).get_by_test_id("nbrunner-open-cluster").click()
+    view = page.get_by_test_id("nbrunner-cluster-view")
+    expect(view).to_be_visible()
+    host = view.get_by_test_id("nbrunner-host")
+    expect(host).to_have_count(1)
+    slots = host.get_by_test_id("nbrunner-slot")
+    expect(slots).to_have_count(2)
+    for index in (0, 1):
+        slot = host.locator(f'[data-testid="nbrunner-slot"][data-slot-index="{index}"]')
+        expect(slot).to_have_attribute("data-job-id", job_id)
+        expect(slot).to_have_accessible_name(f"Slot {index}: job two-gpus ({job_id})")
+    series = view.locator(f'[data-testid="nbrunner-timeline-series"][data-job-id="{job_id}"]')
+    expect(series).to_have_count(1)
+    expect(view.get_by_test_id("nbrunner-timeline-legend")).to_contain_text("two-gpus")
+    shot(page, "12-cluster-view")
+    # When the job ends its slots are free again; its series stays in the timeline.
+    lab.cluster.job(job_id).cancel()
+    for index in (0, 1):
+        slot = host.locator(f'[data-testid="nbrunner-slot"][data-slot-index="{index}"]')
+        expect(slot).to_have_attribute("data-job-id", "", timeout=30_000)
+    expect(series).to_have_count(1)
+
+
+def test_an_executed_notebook_shows_the_jobs_monitor_table(lab, page):
+    """A JobsMonitor in a job's notebook: the saved output shows a table of the jobs in
+    JupyterLab (its static HTML), not "Loading widget..."."""
+    job = lab.cluster.submit(str(lab.workspace / "monitor.ipynb"), name="with-monitor")
+    wait_for(lambda: job.status in ("completed", "failed", "cancelled"), timeout=120, what="the monitor job")
+    assert job.status == "completed", job.error
+    open_lab(page, lab)
+    row = job_row(jobs_panel(page), job.id)
+    expect(row).to_have_attribute("data-status", "completed")
+    row.get_by_test_id("nbrunner-job-open-output").click()
+    tab = page.locator(f'.lm-DockPanel-tabBar .lm-TabBar-tab[title*="runs/{job.id}/output.ipynb"]')
+    expect(tab).to_be_visible()
+    notebook = page.locator(f'[id="{tab.get_attribute("data-id")}"]')
+    table = notebook.locator(".jp-OutputArea-output table")
+    expect(table).to_be_visible()
+    expect(table).to_contain_text("with-monitor")
+    expect(table).to_contain_text(job.id)
+    expect(table.locator("th").first).to_have_text("Job")
+    expect(notebook).not_to_contain_text("Loading widget")
+    shot(page, "15-executed-notebook-jobs-table")
+
+
+def test_controls_have_accessible_names_and_the_dialog_works_with_the_keyboard(lab, page, tickers):
+    ticker = tickers(running=False, name="queued-or-running")
+    open_lab(page, lab, "greet.ipynb")
+    button = page.get_by_test_id("nbrunner-run-as-job")
+    expect(button).to_have_accessible_name(re.compile("Run as job"))
+
+    # The toolbar button works from the keyboard.
+    button.focus()
+    page.keyboard.press("Enter")
+    dialog = submit_dialog(page)
+    expect(dialog).to_have_accessible_name(re.compile(r"\S"))
+    controls = dialog.locator(CONTROLS)
+    assert controls.count() >= 3 + 6 + 2
+    unnamed = []
+    for i in range(controls.count()):
+        control = controls.nth(i)
+        try:
+            expect(control).to_have_accessible_name(HAS_TEXT, timeout=1000)
+        except AssertionError:
+            unnamed.append(control.evaluate("e => e.outerHTML.slice(0, 160)"))
+    assert not unnamed, f"dialog controls without an accessible name: {unnamed}"
+
+    # Escape closes it; reopen, and fill and submit it with the keyboard only.
+    page.keyboard.press("Escape")
+    expect(dialog).to_have_count(0)
+    button.focus()
+    page.keyboard.press("Enter")
+    dialog = submit_dialog(page)
+    first = dialog.locator('[data-param="NAME"]')
+    expect(first).to_be_focused()  # the first field has the focus, its text selected
+    page.wait_for_function("e => e.selectionStart === 0 && e.selectionEnd === e.value.length",
+                           arg=first.element_handle())
+    page.keyboard.type("keyboard")
+    page.keyboard.press("Tab")  # to TIMES
+    page.keyboard.press("Control+a")
+    page.keyboard.type("4")
+    focused = []
+    for _ in range(20):  # Tab through the fields to the Submit button
+        page.keyboard.press("Tab")
+        focused.append(page.evaluate("document.activeElement && document.activeElement.dataset.testid || ''"))
+        if focused[-1] == "nbrunner-submit":
+            break
+    assert focused[-1] == "nbrunner-submit", focused
+    for testid in ("nbrunner-job-name", "nbrunner-max-gpus", "nbrunner-priority"):
+        assert testid in focused, (testid, focused)
+    shot(page, "13-dialog-keyboard-focus-on-submit")
+    job = submit_and_get_job(page, press=lambda: page.keyboard.press("Enter"))
+    expect(dialog).to_have_count(0)
+    assert job["parameters"]["NAME"] == "keyboard" and job["parameters"]["TIMES"] == 4
+
+    panel = jobs_panel(page)
+    row = job_row(page, job["id"])
+    expect(row).to_be_visible()
+    # A running/queued row (with Cancel) and this one are listed: every control is named.
+    expect(panel.get_by_test_id("nbrunner-job-cancel").first).to_be_visible()
+    controls = panel.locator(CONTROLS)
+    unnamed = []
+    for i in range(controls.count()):
+        control = controls.nth(i)
+        try:
+            expect(control).to_have_accessible_name(HAS_TEXT, timeout=1000)
+        except AssertionError:
+            unnamed.append(control.evaluate("e => e.outerHTML.slice(0, 160)"))
+    assert not unnamed, f"panel controls without an accessible name: {unnamed}"
+    # From a row's priority input, Tab goes on to the row's buttons.
+    ticker_row = job_row(page, ticker)
+    ticker_row.get_by_test_id("nbrunner-job-priority").focus()
+    page.keyboard.press("Tab")
+    expect(ticker_row.get_by_test_id("nbrunner-job-cancel")).to_be_focused()
+    shot(page, "14-jobs-panel-keyboard")
+    expect(row).to_have_attribute("data-status", "completed", timeout=RUN_TIMEOUT)
