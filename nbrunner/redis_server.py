@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from .errors import NbrunnerError
 
@@ -34,7 +36,8 @@ def ping(socket_path: Path, timeout: float = 0.5) -> bool:
     """True if a Redis server answers on this unix socket."""
     if not socket_path.exists():
         return False
-    client = redis.Redis(unix_socket_path=str(socket_path), socket_timeout=timeout, socket_connect_timeout=timeout)
+    client = redis.Redis(unix_socket_path=str(socket_path), socket_timeout=timeout, socket_connect_timeout=timeout,
+                         retry=Retry(NoBackoff(), 0))  # redis-py retries with backoff by default: seconds
     try:
         return bool(client.ping())
     except (redis.ConnectionError, redis.TimeoutError, OSError):
