@@ -27,7 +27,7 @@ from . import grants
 from .config import Settings
 from .models import JobRecord
 from .queues import DEFAULT_QUEUE, host_queue, rq_connection
-from .store import PREFIX, JobStore
+from .store import PREFIX, JobStore, connect
 
 WORKER_TTL = float(os.environ.get("NBRUNNER_WORKER_TTL", "10"))
 HEARTBEAT_INTERVAL = WORKER_TTL / 5
@@ -206,7 +206,8 @@ def run_worker(settings: Settings, gpus: int | None = 0, host: str | None = None
         gpus = detect_gpus()
         device = "cuda" if gpus else "cpu"
     slots = list(range(gpus)) if slots is None else slots
-    store = JobStore.from_url(settings.url)
+    # short socket timeouts: a heartbeat over a cut link must fail fast, then reconnect
+    store = JobStore(connect(settings.url, socket_timeout=5, retry_on_timeout=False), settings.url)
     conn = rq_connection(store)
     become_subreaper()
     name = name or f"{host}.{os.getpid()}"
