@@ -10,6 +10,12 @@ Run: ``python bench/bench_allocate.py``.
 
 from __future__ import annotations
 
+import sys as _sys
+from pathlib import Path as _Path
+
+_sys.path.insert(0, str(_Path(__file__).resolve().parent))
+from table import format_table  # noqa: E402
+
 import random
 import statistics
 import sys
@@ -73,12 +79,7 @@ def run() -> list[dict]:
     return rows
 
 
-def format_rows(rows: list[dict]) -> str:
-    lines = ["| benchmark | value | baseline | ratio | goal | ok |", "|---|---:|---:|---:|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['benchmark']} | {r['value'] * 1e3:.2f} ms | {r['baseline'] * 1e3:.2f} ms | "
-                     f"{r['ratio']:.2f}x | {r['goal']} | {'yes' if r['ok'] else 'NO'} |")
-    return "\n".join(lines)
+format_rows = format_table  # the table of bench/table.py
 
 
 if __name__ == "__main__":

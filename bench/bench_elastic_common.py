@@ -11,6 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from table import print_table
+
 import torch
 from torch import nn
 
@@ -107,9 +109,4 @@ def tmpdir() -> Path:
     return Path(tempfile.mkdtemp(prefix="nbrunner-bench-"))
 
 
-def print_rows(rows: list[dict]) -> None:
-    print("| benchmark | value | baseline | ratio | goal | ok |")
-    print("|---|---:|---:|---:|---|---|")
-    for r in rows:
-        print(f"| {r['benchmark']} | {r['value']:.4g} | {r['baseline']:.4g} | {r['ratio']:.3g} | {r['goal']} | "
-              f"{'yes' if r['ok'] else 'NO'} |")
+print_rows = print_table  # the table of bench/table.py

@@ -72,6 +72,6 @@ def run(n_jobs: int = 50, repeats: int = 3) -> list[dict]:
 
 
 if __name__ == "__main__":
-    from run import print_table
+    from table import print_table
 
     print_table(run())

@@ -29,6 +29,6 @@ def run(jobs: int = 500, clients: int = 10) -> list[dict]:
 
 
 if __name__ == "__main__":
-    from run import print_table
+    from table import print_table
 
     print_table(run(*(int(a) for a in sys.argv[1:3])))

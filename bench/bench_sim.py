@@ -10,6 +10,12 @@ Run: ``python bench/bench_sim.py [--restart-pause 2] [--interval 60] [--gpus 64]
 
 from __future__ import annotations
 
+import sys as _sys
+from pathlib import Path as _Path
+
+_sys.path.insert(0, str(_Path(__file__).resolve().parent))
+from table import format_table  # noqa: E402
+
 import argparse
 import os
 import sys
@@ -86,12 +92,7 @@ def run(verbose: bool = True, gpus: int = 64, restart_pause: float = 2.0, interv
     return rows
 
 
-def format_rows(rows: list[dict]) -> str:
-    lines = ["| benchmark | value | baseline | ratio | goal | ok |", "|---|---:|---:|---:|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['benchmark']} | {r['value']:.2f} | {r['baseline']:.2f} | {r['ratio']:.3f} | "
-                     f"{r['goal']} | {'yes' if r['ok'] else 'NO'} |")
-    return "\n".join(lines)
+format_rows = format_table  # the table of bench/table.py
 
 
 if __name__ == "__main__":

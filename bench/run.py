@@ -8,16 +8,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from table import print_table  # noqa: E402
+
 BENCHMARKS = ["bench_jobs", "bench_allocate", "bench_sim", "bench_elastic_throughput", "bench_elastic_rescale",
               "bench_elastic_pauses", "bench_elastic_equivalence", "bench_load"]
-
-
-def print_table(rows: list[dict]) -> None:
-    print("| benchmark | value | baseline | ratio | goal | ok |")
-    print("|---|---:|---:|---:|---|---|")
-    for r in rows:
-        print(f"| {r['benchmark']} | {r['value']:.4g} | {r['baseline']:.4g} | {r['ratio']:.3g} | {r['goal']} | "
-              f"{'yes' if r['ok'] else 'NO'} |")
 
 
 def main(names: list[str]) -> int:

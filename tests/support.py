@@ -57,3 +57,26 @@ def no_slot_ever_held_twice(r) -> int:
         else:
             assert holder.pop(e["slot"]) == e["job"]
     return len(events)
+
+
+def elastic_digits_notebook(max_gpus: int, timeout: float) -> str:
+    """Source of a cell that trains a small digits MLP with ElasticTrainer for ``EPOCHS`` epochs."""
+    return f'''import torch
+from torch import nn
+from nbrunner.elastic import ElasticTrainer
+
+def get_datasets():
+    from sklearn.datasets import load_digits
+    from torch.utils.data import TensorDataset
+    X, y = load_digits(return_X_y=True)
+    X = torch.tensor(X / 16.0, dtype=torch.float32)
+    y = torch.tensor(y, dtype=torch.long)
+    return TensorDataset(X[:1500], y[:1500]), TensorDataset(X[1500:], y[1500:])
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+history = ElasticTrainer(model, get_datasets, nn.CrossEntropyLoss(), optimizer).train(
+    epochs=EPOCHS, effective_batch_size=32, max_gpus={max_gpus}, min_gpus=1, checkpoint_every=1, timeout={timeout})
+print("final accuracy", history.epochs[-1]["val_accuracy"], "resumed from", history.resumed_from_step)
+'''

@@ -16,28 +16,11 @@ import redis
 
 import nbrunner
 
-from support import make_notebook, no_slot_ever_held_twice, short_tmpdir, wait_for
+from support import elastic_digits_notebook, make_notebook, no_slot_ever_held_twice, short_tmpdir, wait_for
 
 NET = "10.213.7"
 HOSTS = {"A": 1, "B": 2, "C": 3}
-TRAIN = '''import torch
-from torch import nn
-from nbrunner.elastic import ElasticTrainer
-
-def get_datasets():
-    from sklearn.datasets import load_digits
-    from torch.utils.data import TensorDataset
-    X, y = load_digits(return_X_y=True)
-    X = torch.tensor(X / 16.0, dtype=torch.float32)
-    y = torch.tensor(y, dtype=torch.long)
-    return TensorDataset(X[:1500], y[:1500]), TensorDataset(X[1500:], y[1500:])
-
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
-optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-ElasticTrainer(model, get_datasets, nn.CrossEntropyLoss(), optimizer).train(
-    epochs=EPOCHS, effective_batch_size=32, max_gpus=4, min_gpus=1, timeout=8)
-'''
+TRAIN = elastic_digits_notebook(max_gpus=4, timeout=8)
 
 
 def sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
