@@ -128,6 +128,7 @@ def run_load(jobs: int = 500, clients: int = 10, workers: int = 2, timeout: floa
     return {
         "jobs": jobs, "accepted": len(ids), "errors": errors,
         "completed": sum(r.status == "completed" for r in records),
+        "not_completed": [(r.id, r.status, r.error, r.attempt) for r in records if r.status != "completed"],
         "executed_once": len(executed) == len(set(executed)) == len(ids) and set(executed) == set(ids),
         "post_p50_s": statistics.median(latencies), "post_p99_s": q[98],
         "get_p50_s": statistics.median(get_lat), "get_p99_s": gq[98],

@@ -15,4 +15,4 @@ def test_concurrent_rest_submissions_each_run_exactly_once():
     print(f"\n60 jobs / 10 clients: POST p50 {res['post_p50_s'] * 1000:.1f} ms, p99 {res['post_p99_s'] * 1000:.1f} ms; "
           f"all done in {res['total_s']:.0f} s")
     assert res["errors"] == [] and res["accepted"] == 60
-    assert res["completed"] == 60 and res["executed_once"]
+    assert res["completed"] == 60 and res["executed_once"], res["not_completed"]

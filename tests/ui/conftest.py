@@ -84,3 +84,15 @@ def page(browser, lab, request):
             pass
     context.close()
     assert not errors, f"uncaught errors in the page: {errors}"
+
+
+@pytest.fixture
+def jp_asyncio_loop():
+    """pytest-jupyter (loaded by the REST tests) closes an asyncio loop after every test; the
+    Playwright sync API runs its own loop in these tests, so they get a loop of their own."""
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    yield loop
+    if not loop.is_running():
+        loop.close()
