@@ -29,7 +29,7 @@ from .models import JobRecord
 from .queues import DEFAULT_QUEUE, host_queue, rq_connection
 from .store import PREFIX, JobStore, connect
 
-WORKER_TTL = float(os.environ.get("NBRUNNER_WORKER_TTL", "10"))
+WORKER_TTL = float(os.environ.get("NBRUNNER_WORKER_TTL", "15"))
 HEARTBEAT_INTERVAL = WORKER_TTL / 5
 WORKERS = PREFIX + "workers"
 log = logging.getLogger("nbrunner.worker")
