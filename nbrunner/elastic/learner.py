@@ -22,6 +22,7 @@ _T_START = time.time()
 
 import argparse
 import copy
+import gc
 import io
 import os
 import pickle
@@ -30,6 +31,7 @@ import sys
 import threading
 import time
 import traceback
+import weakref
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Optional
@@ -279,6 +281,9 @@ class Learner:
         self._perm_epoch = -1
         self._perm = None
         self._ckpt_thread: Optional[threading.Thread] = None
+        self.net = None
+        self._net_ref: Optional[weakref.ref] = None
+        self._works: list = []     # this generation's async collectives (see _teardown)
 
     # ---------------------------------------------------------------- setup
     def log(self, msg: str) -> None:
@@ -496,13 +501,33 @@ class Learner:
             if time.monotonic() > deadline:
                 raise _Aborted(f"generation {g}: not all learners arrived within {self.timeout:.0f}s")
 
-    def _teardown(self) -> None:
+    def _teardown(self, exc: Optional[BaseException] = None) -> None:
+        """Dissolve the generation's process group, in an order that cannot deadlock.
+
+        DDP's reducer holds the group from C++, and its Python wrapper is freed with the GIL
+        held.  If the reducer drops the last reference, the gloo destructor joins its worker
+        threads while holding the GIL, and a worker that is still dropping the tensors of a
+        finished collective waits for the GIL: the process hangs for good (a learner that
+        should leave never exits, a staying one never reaches the next generation).  So the
+        DDP module goes first -- with the frames of a traceback that still reference it --
+        and the group is destroyed last, by ``destroy_process_group`` (dropping the group's
+        own Python handles does not keep the GIL across the join).  The generation's async
+        works are dropped after that, so that no worker thread is the last owner of a
+        tensor the interpreter knows."""
+        if exc is not None and exc.__traceback__ is not None:
+            traceback.clear_frames(exc.__traceback__)
+        ref, self._net_ref = self._net_ref, None
         self.net = None
+        if ref is not None and ref() is not None:
+            gc.collect()
+            if ref() is not None:
+                self.log("warning: the DDP module of the finished generation is still referenced")
         if dist.is_initialized():
             try:
                 dist.destroy_process_group()
             except Exception:
                 pass
+        self._works.clear()
 
     def run_gen(self, plan: Plan):
         g = plan.gen
@@ -535,16 +560,18 @@ class Learner:
                 n = -share if share < 0 else max(1, _usable_cpus() // share)
                 if torch.get_num_threads() != n:
                     torch.set_num_threads(n)
-            return self.train(plan, rank)
+            outcome = self.train(plan, rank)
+            if outcome != "done":
+                self._teardown()  # here, not in train(): no frame of it may still hold the DDP module
+            return outcome
         except _Exit:
-            self._teardown()
-            raise
+            raise  # the process exits without destroying anything (see main)
         except Exception as e:
             if not _is_comm_error(e):
                 raise
             err = f"{type(e).__name__}: {e}"
             self.log(f"generation {g} failed: {err}")
-            self._teardown()
+            self._teardown(e)
             self.report_fail(g, err)
             return "failed"
 
@@ -563,6 +590,7 @@ class Learner:
                 kw["broadcast_buffers"] = bool(cfg.get("broadcast_buffers", True))
             net = DDP(self.model, device_ids=[0] if self.device.type == "cuda" else None, **kw)
             net.register_comm_hook(None, _sum_hook)
+            self._net_ref = weakref.ref(net)
         else:
             net = self.model
         self.net = net
@@ -593,8 +621,7 @@ class Learner:
             if ts["step"] % snapshot_every == 0:
                 self.snapshot()
             if req > plan.gen:
-                self._teardown()
-                return req
+                return req  # run_gen dissolves the group once this frame (and its DDP reference) is gone
 
     def step(self, net, W: int, rank: int) -> int:
         ts = self.ts
@@ -620,6 +647,7 @@ class Learner:
             work = dist.all_reduce(ctl, async_op=True)
             self.opt.step()
             work.wait()
+            self._works = [work]  # released by the next step or by _teardown, never by gloo's thread
             req = int(ctl[0].item())
             gloss = float(ctl[1].item())
         else:
@@ -734,11 +762,16 @@ class Learner:
             self.store.set(FINAL, buf.getvalue())
             self.poller.push({"type": "final", "step": self.ts["step"]}, urgent=True)
         self.poller.close()
-        self._teardown()
+        # the process group is not dissolved: the process exits right away (see main)
 
     def close(self) -> None:
-        if self._ckpt_thread is not None:
-            self._ckpt_thread.join()
+        t = self._ckpt_thread
+        if t is not None and t.is_alive():
+            try:  # a learner that leaves while writing a checkpoint: let the driver wait for it
+                post(self.store, [{"type": "busy", "lid": self.lid, "what": "checkpoint"}])
+            except Exception:
+                pass
+            t.join()
         poller = getattr(self, "poller", None)
         if poller is not None and poller.is_alive():
             poller.close()
@@ -772,6 +805,20 @@ def main(argv: Optional[list[str]] = None) -> int:
     return code
 
 
+def _exit_now(code: int) -> None:
+    """Leave without interpreter finalisation.  Everything that matters is done by then
+    (records flushed to the driver, checkpoint written, final state in the store); what is
+    left -- process groups, DDP reducers, gloo and OpenMP threads -- can only delay the exit
+    (their destructors may block, see Learner._teardown), and a learner that leaves must
+    give its slot back at once: the driver confirms the release only when the process is gone."""
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
     sys.stdout.reconfigure(line_buffering=True)
-    sys.exit(main())
+    _exit_now(main())

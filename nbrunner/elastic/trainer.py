@@ -126,6 +126,14 @@ def _normalize_metrics(metrics) -> dict:
     return out
 
 
+# A learner left out of the generation that now runs exits by itself within milliseconds;
+# one that has not after this long (stuck in a destructor, a lost message...) is stopped,
+# so that its slot is confirmed released promptly.  A learner finishing a checkpoint write
+# says so ("busy") and gets up to the collective ``timeout`` instead.
+LEAVE_GRACE_S = 2.0
+KILL_AFTER_S = 3.0   # after terminate(), before kill()
+
+
 class _L:
     def __init__(self, lid: str, slot: Optional[Slot], handle, log_path):
         self.lid, self.slot, self.handle, self.log_path = lid, slot, handle, log_path
@@ -134,7 +142,14 @@ class _L:
         self.t_ready: Optional[float] = None
         self.failed_gen = -1
         self.snap_step: Optional[int] = None
+        # leaving: left out of a planned generation (it exits once that generation runs),
+        # or told to stop; t_left: when the driver saw it out of every generation in play;
+        # t_stop: when the driver terminated it (its exit is then never a failure)
         self.leaving = False
+        self.t_left: Optional[float] = None
+        self.t_stop: Optional[float] = None
+        self.killed = False
+        self.busy = False
         self.rc: Optional[int] = None
         self.info: dict = {}
 
@@ -408,6 +423,7 @@ class _Run:
             if self.final:
                 break
             self._poll_procs()
+            self._reap_leavers()
             now = time.monotonic()
             if now >= self._next_grant_poll:
                 self._poll_grants()
@@ -479,6 +495,10 @@ class _Run:
         elif typ == "error":
             raise ElasticTrainingError(f"learner {r['lid']} raised during {r.get('where', 'training')}:\n"
                                        f"{r.get('traceback', '')}")
+        elif typ == "busy":
+            L = self.learners.get(r["lid"])
+            if L is not None:
+                L.busy = True
         elif typ == "checkpoint":
             if r["path"] not in self.history.checkpoints:
                 self.history.checkpoints.append(r["path"])
@@ -626,6 +646,7 @@ class _Run:
 
     def _poll_procs(self) -> None:
         exited = []
+        involved = self._involved()
         for L in list(self.learners.values()):
             if not L.alive:
                 continue
@@ -636,7 +657,7 @@ class _Run:
             L.status = "exited"
             L.rc = rc
             if L.slot is None:  # a standby learner
-                if rc != 0 and not L.leaving:
+                if rc != 0 and L.t_stop is None:
                     self.standby_failures += 1
                     self.say(f"  standby learner {L.lid} exited with code {rc}" + self._tail_note(L))
                 continue
@@ -645,8 +666,10 @@ class _Run:
                 if not L.leaving:
                     self.finishing = True  # learners only exit 0 when told to leave, or when done
                 continue
-            if L.leaving and prev != "member":
-                continue  # we terminated it
+            if L.t_stop is not None:
+                continue  # we stopped it
+            if L.leaving and L.lid not in involved:
+                continue  # it had left every generation in play: nothing is lost
             self.slot_failures[L.slot] = self.slot_failures.get(L.slot, 0) + 1
             info = {"learner": L.lid, "slot": asdict(L.slot), "exit_code": rc, "step": self.step, "time": time.time(),
                     "status": prev}
@@ -678,13 +701,45 @@ class _Run:
             s.update(self.plans[self.active_gen].members)
         return s
 
+    def _stop(self, L: _L) -> None:
+        """Terminate a learner the training no longer needs (never counted as a failure)."""
+        L.leaving = True
+        if L.t_stop is None and L.alive:
+            L.t_stop = time.monotonic()
+            L.handle.terminate()
+
+    def _reap_leavers(self) -> None:
+        """Learners left out of the generation that now runs exit by themselves; make sure
+        they do (their slot is released only once they are gone), and kill the ones that
+        ignore terminate()."""
+        now = time.monotonic()
+        involved: Optional[set] = None
+        for L in self.learners.values():
+            if not L.alive:
+                continue
+            if L.t_stop is not None:
+                if not L.killed and now - L.t_stop > KILL_AFTER_S:
+                    L.killed = True
+                    L.handle.kill()
+                continue
+            if not L.leaving:
+                continue
+            if involved is None:
+                involved = self._involved()
+            if L.lid in involved:
+                L.t_left = None  # still part of the generation being planned or running
+                continue
+            if L.t_left is None:
+                L.t_left = now
+            elif now - L.t_left > (max(LEAVE_GRACE_S, self.o["timeout"]) if L.busy else LEAVE_GRACE_S):
+                self._stop(L)
+
     def _poll_grants(self) -> None:
         if self.final or self.finishing:
             self._granted = []
             for L in self.learners.values():
-                if L.alive and L.slot is None and not L.leaving:
-                    L.leaving = True
-                    L.handle.terminate()
+                if L.alive and L.slot is None:
+                    self._stop(L)
             return
         granted = list(self.slots.granted())[: self._cap()]
         self._granted = granted
@@ -692,9 +747,10 @@ class _Run:
         gset = set(granted)
         involved = self._involved()
         for L in self.learners.values():
+            # a revoked learner outside every generation in play: one that never trained has
+            # nothing to finish; one that left its last generation gets a grace (_reap_leavers)
             if L.alive and L.slot is not None and L.slot not in gset and L.lid not in involved and not L.leaving:
-                L.leaving = True
-                L.handle.terminate()
+                self._stop(L)
         have = {L.slot for L in self.learners.values() if L.alive}
         standby = [L for L in self.learners.values() if L.alive and L.slot is None]
         for slot in granted:
@@ -708,8 +764,7 @@ class _Run:
             standby.append(self._spawn(None))
         for L in standby[want:]:
             if L.status == "starting":
-                L.leaving = True
-                L.handle.terminate()
+                self._stop(L)
 
     # ------------------------------------------------------------------ planning
     def _cpu_share(self, colocated: int) -> int:
@@ -856,10 +911,10 @@ class _Run:
 
     def _shutdown(self) -> None:
         live = [L for L in self.learners.values() if L.alive]
-        for L in live:  # standby / not yet joined learners have nothing to finish
-            if L.status != "member":
-                L.leaving = True
-                L.handle.terminate()
+        running = set(self.plans[self.active_gen].members) if self.active_gen in self.plans else set()
+        for L in live:  # standby, not yet joined and departed learners have nothing to finish
+            if L.status != "member" or L.lid not in running or L.leaving:
+                self._stop(L)
         deadline = time.monotonic() + (10.0 if self.final else 0.5)
         for L in live:
             while L.handle.poll() is None and time.monotonic() < deadline:
