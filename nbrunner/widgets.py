@@ -135,10 +135,10 @@ class _LiveWidget(widgets.VBox):
 
     # -- data (subclasses) --
     def _fetch(self) -> list[JobRecord]:
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} must define _fetch()")
 
     def _apply(self, records: list[JobRecord]) -> None:
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} must define _apply()")
 
     def _title(self) -> str:
         return "nbrunner jobs"
