@@ -5,7 +5,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import nbformat
 import redis
@@ -267,11 +267,3 @@ def print_jobs_summary(cluster: Cluster | None = None, status: str | None = None
     console.print(jobs_table(records))
     console.print(totals_line(records))
 
-
-def iter_json(records: list[JobRecord]) -> Iterator[dict]:
-    for r in records:
-        yield r.to_dict()
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=2, default=str)
