@@ -128,7 +128,9 @@ class GrantClient:
     """A running job's view of its GPU grant.
 
     ``declare(min, max)`` marks the job elastic; ``grant()`` returns ``(generation, slots)``;
-    ``release(slots)`` confirms that nothing of the job runs on ``slots`` any more.
+    ``release(slots)`` confirms that nothing of the job runs on ``slots`` any more;
+    ``withdraw()`` says its training is over: it gives back every slot and wants none until
+    it declares again (the notebook may go on running without GPUs).
     """
 
     def __init__(self, job_id: str | None = None, url: str | None = None):
@@ -138,6 +140,7 @@ class GrantClient:
     def declare(self, min_gpus: int | None = None, max_gpus: int | None = None) -> None:
         def change(rec) -> bool:
             rec.elastic = True
+            rec.training_over = False
             if min_gpus is not None and max_gpus is not None and 0 <= min_gpus <= max_gpus:
                 rec.min_gpus, rec.max_gpus = min_gpus, max_gpus
             return True
@@ -172,3 +175,16 @@ class GrantClient:
             sync_record(self.store, self.job_id)
             self.store.emit("released", job=self.job_id)
         return done
+
+    def withdraw(self) -> list[Slot]:
+        """Training is over: want no slot any more and release all the job holds."""
+
+        def change(rec) -> bool:
+            if rec.training_over:
+                return False
+            rec.training_over = True
+            return True
+
+        # first the demand, so that the scheduler does not hand a released slot straight back
+        self.store.update(self.job_id, change, event="training_over")
+        return self.release(self.held())

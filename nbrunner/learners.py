@@ -44,7 +44,12 @@ def host_addr() -> str:
 
 
 class ClusterSlots:
-    """SlotSource for a job: the slots its grant lists, refreshed by a background thread."""
+    """SlotSource for a job: the slots its grant lists, refreshed by a background thread.
+
+    A slot the grant gave and took back before the trainer saw it is released here (the
+    trainer releases the ones it saw); ``close()`` withdraws the job's demand and releases
+    everything it still holds.
+    """
 
     def __init__(self, job_id: str, max_gpus: Optional[int] = None, min_gpus: int = 1):
         from .elastic.slots import Slot
@@ -54,6 +59,8 @@ class ClusterSlots:
         self.store = self.client.store
         self.max_gpus = max_gpus
         self._slots: list = []
+        self._reported: set = set()  # (host, index) of every slot granted() returned
+        self._lock = threading.Lock()
         self._gen = -1
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -66,8 +73,13 @@ class ClusterSlots:
 
     def _refresh(self, gen: int, slots: list[tuple[str, int]]) -> None:
         devices = self._devices()
-        self._slots = [self._Slot(h, i, f"cuda:{i}" if devices.get(h) == "cuda" else None) for h, i in slots]
-        self._gen = gen
+        new = [self._Slot(h, i, f"cuda:{i}" if devices.get(h) == "cuda" else None) for h, i in slots]
+        with self._lock:
+            self._slots = new
+            self._gen = gen
+            unseen = set(self.client.held()) - set(map(tuple, slots)) - self._reported
+        if unseen:
+            self.client.release(sorted(unseen))
 
     def _follow(self) -> None:
         while not self._stop.is_set():
@@ -86,7 +98,9 @@ class ClusterSlots:
         self._thread.start()
 
     def granted(self) -> list:
-        return list(self._slots)
+        with self._lock:
+            self._reported.update((s.host, s.index) for s in self._slots)
+            return list(self._slots)
 
     def released(self, slots: list) -> None:
         self.client.release([(s.host, s.index) for s in slots])
@@ -95,6 +109,7 @@ class ClusterSlots:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=3)
+        self.client.withdraw()
 
 
 def cluster_slot_source(max_gpus: Optional[int] = None, min_gpus: int = 1, job_id: Optional[str] = None):

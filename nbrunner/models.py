@@ -173,6 +173,7 @@ class JobRecord(BaseModel):
     host: str | None = None
     slots: list[list[Any]] = Field(default_factory=list)  # [[host, index], ...] held now
     elastic: bool = False
+    training_over: bool = False  # an elastic job whose trainer closed: it wants no GPU until it trains again
     released: bool = True  # the worker confirmed nothing of the job runs anymore
     cancel_requested: bool = False
     queue_position: int | None = None

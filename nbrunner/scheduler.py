@@ -87,7 +87,9 @@ def live_capacity(store: JobStore) -> Capacity:
 def demand_of(rec: JobRecord) -> dict:
     """The allocator's view of a job: elastic jobs range over [min, max]; others are gangs."""
     running = rec.status == "running" or rec.dispatched
-    if rec.elastic:
+    if rec.elastic and running and rec.training_over:
+        lo = hi = 0
+    elif rec.elastic:
         lo, hi = rec.min_gpus, rec.max_gpus
     elif running:
         lo = hi = len(rec.slots)
@@ -406,6 +408,7 @@ class Scheduler:
                 return False
             r.attempt += 1
             r.dispatched = True
+            r.training_over = False
             r.host = host
             r.queue_position = None
             return True

@@ -538,6 +538,14 @@ class Learner:
         src = plan.members.index(plan.source)
         try:
             self._barrier(plan)
+            if not dist.is_initialized():
+                # torch names a group's rendezvous keys after a per-process counter that only
+                # destroy_process_group resets: after an init_process_group that failed here but
+                # not on a peer, the learners would look for each other under different keys
+                try:
+                    dist.distributed_c10d._world.group_count = 0
+                except AttributeError:
+                    pass
             kw = {}
             if plan.backend == "nccl":
                 kw["device_id"] = self.device

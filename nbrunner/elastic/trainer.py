@@ -299,6 +299,7 @@ class _Run:
         self._next_grant_poll = 0.0
         self.standby_failures = 0
         self._max_granted = 0
+        self._unbound: set[Slot] = set()  # granted slots no learner was put on yet
         self._waiting_said = False
         self.t_start = time.monotonic()
 
@@ -484,14 +485,24 @@ class _Run:
                 L.status = "ready"
                 L.t_ready = time.monotonic()
                 L.info = r
+                if L.slot is not None:
+                    self.slot_failures.pop(L.slot, None)  # max_slot_failures counts failures in a row
             self._check_dataset(r)
         elif typ == "fail":
+            g = int(r["gen"])
             L = self.learners.get(r["lid"])
-            if L is not None:
-                L.failed_gen = max(L.failed_gen, int(r["gen"]))
+            if L is not None and g >= L.failed_gen:
+                L.failed_gen = g
                 L.snap_step = r.get("snap_step")
             self.step_high = max(self.step_high, int(r.get("step") or 0))
-            self._start_recovery(f"learner {r['lid']} lost its group: {r.get('error', '')[:200]}")
+            # only a failure of the newest generation calls for a recovery.  An older one is
+            # already dealt with, or shows up again: a member of the newest plan that failed
+            # before it reports a failure of that plan too (Learner.wait_plan), and a learner
+            # that is not in it leaves.  A late report -- from a learner cut off by the
+            # network, say -- would otherwise abort a healthy generation and get its
+            # learners killed as unresponsive.
+            if g >= self.gen:
+                self._start_recovery(f"learner {r['lid']} lost its group: {r.get('error', '')[:200]}")
         elif typ == "error":
             raise ElasticTrainingError(f"learner {r['lid']} raised during {r.get('where', 'training')}:\n"
                                        f"{r.get('traceback', '')}")
@@ -566,6 +577,12 @@ class _Run:
             rec = dict(rec, samples_per_s=sps)
             self.epoch_records[e] = rec
         metrics = {k: v for k, v in rec.items() if k in ("train_loss", "val_loss") or k.startswith("val_")}
+        # this report postpones the next per-step one (which carries the learner count and the
+        # throughput): with epochs shorter than the report interval there is no other, so it
+        # carries them too
+        metrics["learners"] = self.world
+        if sps:
+            metrics["samples_per_s"] = sps
         runtime.report(progress=(rec["step"] / total) if total else None, metrics=metrics, epoch=e, step=rec["step"])
         self._last_report = time.monotonic()
         self._last_print = time.monotonic()
@@ -609,6 +626,9 @@ class _Run:
             for cb in self.t.callbacks:
                 cb.on_rescale(info)
         self.step = int(r["step"])
+        total = self._total()
+        runtime.report(progress=(self.step / total) if total else None, metrics={"learners": plan.world},
+                       step=self.step)  # the job's record shows the new size at once
 
     # ------------------------------------------------------------------ processes and slots
     def _spawnable(self) -> bool:
@@ -745,6 +765,15 @@ class _Run:
         self._granted = granted
         self._max_granted = max(self._max_granted, len(granted))
         gset = set(granted)
+        for slot in [s for s in self.slot_failures if s not in gset]:
+            del self.slot_failures[slot]  # taken back: if it is granted again (a host that returns), start afresh
+        revoked = sorted(self._unbound - gset, key=lambda s: (s.host, s.index))
+        self._unbound &= gset
+        if revoked:  # taken back before any learner ran on them: nothing to wait for
+            try:
+                self.slots.released(revoked)
+            except Exception as e:
+                print(f"ElasticTrainer: slot source released() failed: {e}", file=sys.stderr)
         involved = self._involved()
         for L in self.learners.values():
             # a revoked learner outside every generation in play: one that never trained has
@@ -757,8 +786,17 @@ class _Run:
             if slot not in have and self.slot_failures.get(slot, 0) < self.o["max_slot_failures"]:
                 if standby:
                     self._assign(standby.pop(0), slot)
-                else:
+                    self._unbound.discard(slot)
+                    continue
+                try:
                     self._spawn(slot)
+                    self._unbound.discard(slot)
+                except Exception as e:  # e.g. the slot's host does not answer: like a learner dead at start
+                    self.slot_failures[slot] = self.slot_failures.get(slot, 0) + 1
+                    self._unbound.add(slot)
+                    self.say(f"  could not start a learner on {slot.host}/{slot.index}: {e}")
+            elif slot not in have:
+                self._unbound.add(slot)
         want = self._want_standby()
         while len(standby) < want:
             standby.append(self._spawn(None))

