@@ -57,6 +57,13 @@ def result(ws, name):
     return json.loads((ws / f"{name}.json").read_text()), torch.load(ws / f"{name}.pt")
 
 
+def ends_releasing(points: list[int], head: list[int]) -> bool:
+    """The GPU timeline starts with ``head`` and then only falls to 0: at the end of training the
+    learners exit, and their slots are released, one after another."""
+    tail = points[len(head) - 1:]
+    return points[:len(head)] == head and tail == sorted(tail, reverse=True) and tail[-1] == 0
+
+
 def learners(job) -> int:
     return int(job.refresh().record.metrics.get("learners") or 0)
 
@@ -88,7 +95,8 @@ def test_a_job_shrinks_for_a_newcomer_and_grows_back_matching_a_static_run(works
         gate.unlink()  # let A finish
         a.wait(300)
         assert a.record.status == "completed", a.record.error
-        assert [p["gpus"] for p in a.timeline()] == [2, 1, 2, 0]
+        points = [p["gpus"] for p in a.timeline()]
+        assert ends_releasing(points, [2, 1, 2]), points
         assert no_slot_ever_held_twice(cluster.store.r) > 0
     history, elastic = result(workspace, "elastic")
     sizes = [(r["from"], r["to"]) for r in history["rescales"]]
@@ -136,10 +144,12 @@ def test_seeds_scenario_priorities_split_8_slots_3_5_then_the_second_grows_to_8(
         gates["second"].unlink()
         second.wait(300)
         assert second.record.status == "completed", second.record.error
-        assert [p["gpus"] for p in first.timeline()] == [8, 4, 3, 0]
+        points = [p["gpus"] for p in first.timeline()]
+        assert ends_releasing(points, [8, 4, 3]), points
         grown = [p["gpus"] for p in second.timeline()]
-        assert grown[:2] == [4, 5] and grown[-2:] == [8, 0], grown
-        assert grown[:-1] == sorted(grown[:-1]), grown  # it only grew, once the first job was done
+        top = grown.index(8)
+        assert grown[:2] == [4, 5] and grown[:top] == sorted(grown[:top]), grown  # it only grew, up to 8
+        assert ends_releasing(grown[top:], [8]), grown
         assert no_slot_ever_held_twice(cluster.store.r) > 0
     for name in ("first", "second"):
         history, _ = result(workspace, name)
