@@ -17,9 +17,9 @@ from bench_elastic_common import (  # noqa: E402
 )
 
 BATCH = 128
-STEPS = 50
+STEPS = 80
 WARMUP = 5
-ROUNDS = 3
+ROUNDS = 5
 
 
 def elastic_sps(batch: int = BATCH, steps: int = STEPS, warmup: int = WARMUP) -> float:

@@ -439,7 +439,16 @@ class _Run:
                 if not self._granted and not self._waiting_said and now - self.t_start > 5:
                     self._waiting_said = True
                     self.say("ElasticTrainer: waiting for the slot source to grant a slot ...")
-            time.sleep(0.01)
+            time.sleep(0.01 if self._busy() else 0.05)
+
+    def _busy(self) -> bool:
+        """A resize, a recovery or a learner start is under way.  Otherwise the driver polls
+        five times less often: on a host whose cores all run learners, its polling is
+        throughput taken from them."""
+        if self.inflight is not None or self.recovering is not None or not self.active_gen or self.finishing:
+            return True
+        return any(L.alive and (L.leaving or (L.slot is not None and L.status in ("starting", "ready")))
+                   for L in self.learners.values())
 
     def _last_logs(self) -> str:
         dead = [L for L in self.learners.values() if L.status == "exited" and L.rc not in (0, None)]

@@ -193,7 +193,7 @@ TEARDOWN = r"""
 import sys, time, weakref
 import torch, torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
-from nbrunner.elastic.learner import Learner, _sum_hook
+from nbrunner.elastic.learner import Learner
 
 sys.setswitchinterval(30)  # a thread waiting for the GIL gets it only once the main thread blocks
 store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
@@ -201,7 +201,6 @@ learner = Learner("127.0.0.1", store.port, "L1")
 for g in range(5):
     dist.init_process_group("gloo", store=dist.PrefixStore(f"g{g}/", store), rank=0, world_size=1)
     net = DDP(torch.nn.Linear(4, 2), init_sync=False)
-    net.register_comm_hook(None, _sum_hook)
     net(torch.ones(2, 4)).sum().backward()
     learner.net, learner._net_ref = net, weakref.ref(net)
     exc = None
