@@ -59,7 +59,7 @@ class ClusterSlots:
         self.store = self.client.store
         self.max_gpus = max_gpus
         self._slots: list = []
-        self._reported: set = set()  # (host, index) of every slot granted() returned
+        self._reported: set = set()  # (host, index) of the held slots granted() returned
         self._lock = threading.Lock()
         self._gen = -1
         self._stop = threading.Event()
@@ -103,7 +103,10 @@ class ClusterSlots:
             return list(self._slots)
 
     def released(self, slots: list) -> None:
-        self.client.release([(s.host, s.index) for s in slots])
+        gone = [(s.host, s.index) for s in slots]
+        with self._lock:
+            self._reported.difference_update(gone)  # held again later, it is new to the trainer
+        self.client.release(gone)
 
     def close(self) -> None:
         self._stop.set()

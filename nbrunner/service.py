@@ -77,7 +77,7 @@ def read_notebook(path: Path, shown: str) -> nbformat.NotebookNode:
     return nb
 
 
-ELASTIC_MARKERS = ("ElasticTrainer", "GrantClient")
+ELASTIC_MARKERS = ("ElasticTrainer", "GrantClient", "ClusterSlots", "cluster_slot_source")
 
 
 def uses_grants(nb: nbformat.NotebookNode) -> bool:

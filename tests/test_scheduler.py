@@ -35,6 +35,21 @@ while not pathlib.Path(STOP).exists():
 """
 
 
+# ElasticTrainer's slot source inside a job, driven by hand: it never looks at its grant (the
+# way a trainer busy starting learners would miss a short-lived change), then closes while the
+# notebook goes on.
+SOURCE = """import pathlib, time
+from nbrunner.learners import cluster_slot_source
+source = cluster_slot_source()
+source.start(1, 4)
+while not pathlib.Path(STOP).exists():
+    time.sleep(0.1)
+source.close()
+while not pathlib.Path(END).exists():
+    time.sleep(0.1)
+"""
+
+
 def gpus(job) -> int:
     return job.refresh().record.gpus
 
@@ -134,3 +149,23 @@ def test_admission_never_refuses_a_job_that_needs_no_gpu():
                {"id": "cpu", "min_gpus": 0, "max_gpus": 0, "priority": 5000, "submitted_at": 3, "running": False}]
     assert admitted(1, demands, "fairshare") == {"cpu"}  # no backfill for 'small', but 'cpu' runs
     assert admitted(3, demands, "fairshare") == {"big", "small", "cpu"}
+
+
+def test_slots_revoked_unseen_are_released_and_a_closed_source_wants_none(workspace):
+    make_notebook(workspace / "source.ipynb", SOURCE, parameters="STOP = 'stop'\nEND = 'end'")
+    make_notebook(workspace / "follow.ipynb", FOLLOWER, parameters="MIN = 1\nMAX = 4\nSTOP = 'stop'")
+    with nbrunner.setup_cluster(gpus=4, workers=2, workspace=workspace) as cluster:
+        a = cluster.submit("source.ipynb", {"STOP": "stop-a", "END": "end-a"}, min_gpus=1, max_gpus=4)
+        wait_for(lambda: gpus(a) == 4 and a.record.status == "running", 60, what="A to hold 4")
+        b = cluster.submit("follow.ipynb", {"STOP": "stop-b"}, min_gpus=1, max_gpus=4)
+        wait_for(lambda: gpus(a) == 2 and gpus(b) == 2, 60, what="A to give B the 2 slots it never used")
+        (workspace / "stop-a").touch()  # A's training is over; its notebook goes on
+        wait_for(lambda: gpus(b) == 4, 30, what="B to grow to 4 once A withdrew")
+        assert a.refresh().record.status == "running" and a.record.gpus == 0
+        assert grants.read_grant(cluster.store.r, a.id)["slots"] == []
+        (workspace / "end-a").touch()
+        (workspace / "stop-b").touch()
+        assert a.wait(60).record.status == b.wait(60).record.status == "completed"
+        assert [p["gpus"] for p in a.timeline()] == [4, 2, 0]
+        assert [p["gpus"] for p in b.timeline()][:2] == [2, 4]
+        no_slot_ever_held_twice(cluster.store.r)
