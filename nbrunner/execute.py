@@ -94,8 +94,8 @@ def mark_failure(output: Path, error: str) -> None:
 
 def _start(store: JobStore, job_id: str, attempt: int, worker: str, host: str) -> JobRecord | None:
     def change(rec: JobRecord) -> bool:
-        if rec.status != "queued" or rec.attempt != attempt or rec.cancel_requested:
-            return False
+        if rec.status != "queued" or not rec.dispatched or rec.attempt != attempt or rec.cancel_requested:
+            return False  # a stale rq job: this attempt was re-dispatched, cancelled or taken back
         rec.status = "running"
         rec.started_at = utcnow()
         rec.worker = worker

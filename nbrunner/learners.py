@@ -24,6 +24,7 @@ from .store import PREFIX, JobStore
 
 log = logging.getLogger("nbrunner.learners")
 STATUS_TTL_S = 3600
+START_TIMEOUT_S = 30.0  # a learner request no worker claimed by then is cancelled
 
 
 def request_queue(host: str) -> str:
@@ -141,19 +142,26 @@ class ClusterLauncher:
 
 
 class RemoteLearner:
-    """A handle on a learner that a worker on another host runs."""
+    """A handle on a learner that a worker on another host runs.
 
-    def __init__(self, store: JobStore, learner: str):
+    Starting one never blocks the trainer: the request goes to the host's queue and the handle
+    reports the learner running once that host's worker claimed it.  A request nobody claims
+    within ``timeout`` seconds (the host is cut off, say) is cancelled by the same atomic claim,
+    so a worker that comes back later does not start it, and the learner counts as dead at start.
+    """
+
+    def __init__(self, store: JobStore, learner: str, deadline: float):
         self.store = store
         self.learner = learner
+        self.deadline = deadline
         self.pid: Optional[int] = None
         self.worker: Optional[str] = None
 
     @classmethod
-    def start(cls, store: JobStore, spec, timeout: float = 30.0) -> "RemoteLearner":
+    def start(cls, store: JobStore, spec, timeout: float = START_TIMEOUT_S) -> "RemoteLearner":
         from .elastic.launcher import learner_command
 
-        handle = cls(store, f"{spec.learner_id}-{uuid.uuid4().hex[:8]}")
+        handle = cls(store, f"{spec.learner_id}-{uuid.uuid4().hex[:8]}", time.monotonic() + timeout)
         env = {k: str(v) for k, v in spec.env.items()}
         for key in ("NBRUNNER_JOB_ID", "NBRUNNER_JOB_DIR"):
             if key in os.environ:
@@ -162,30 +170,44 @@ class RemoteLearner:
         request = {"learner": handle.learner, "argv": learner_command(spec)[1:], "env": env,
                    "log": str(spec.log_path) if spec.log_path else None}
         store.r.rpush(request_queue(spec.slot.host), json.dumps(request))
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            st = handle.status()
-            if st:
-                handle.pid, handle.worker = st.get("pid"), st.get("worker")
-                return handle
-            time.sleep(0.05)
-        raise RuntimeError(f"no worker on host {spec.slot.host} started learner {spec.learner_id}")
+        return handle
 
     def status(self) -> dict:
         raw = self.store.r.get(status_key(self.learner))
-        return json.loads(raw) if raw else {}
+        st = json.loads(raw) if raw else {}
+        if st.get("worker") and self.worker is None:
+            self.worker = st["worker"]
+        if st.get("pid") and self.pid is None:
+            self.pid = st["pid"]
+        return st
+
+    def _cancel(self) -> bool:
+        """Cancel the request if no worker claimed it yet (True), else learn who did."""
+        gone = json.dumps({"pid": None, "worker": None, "rc": -int(signal.SIGKILL), "cancelled": True})
+        if self.store.r.set(status_key(self.learner), gone, nx=True, ex=STATUS_TTL_S):
+            return True
+        self.status()
+        return False
 
     def poll(self) -> Optional[int]:
         st = self.status()
         if st.get("rc") is not None:
             return st["rc"]
+        if self.worker is None:
+            if time.monotonic() > self.deadline and self._cancel():
+                return -int(signal.SIGKILL)
+            return None
         from .worker import worker_key
 
-        if self.worker and not self.store.r.exists(worker_key(self.worker)):
+        if not self.store.r.exists(worker_key(self.worker)):
             return -int(signal.SIGKILL)  # its host's worker is gone, and the learner with it
         return None
 
     def _signal(self, sig: int) -> None:
+        if self.worker is None:
+            self.status()
+        if self.worker is None and self._cancel():
+            return  # never started: nothing to signal
         if self.worker:
             self.store.r.rpush(control_queue(self.worker), json.dumps({"learner": self.learner, "signal": sig}))
 
@@ -238,16 +260,25 @@ class LearnerAgent(threading.Thread):
     def _start(self, msg: dict, preexec) -> None:
         import sys
 
+        claim = json.dumps({"pid": None, "worker": self.worker, "rc": None})
+        if not self.store.r.set(status_key(msg["learner"]), claim, nx=True, ex=STATUS_TTL_S):
+            return  # cancelled by the trainer: it waited too long for this host
         env = {**os.environ, **msg["env"], "PYTHONUNBUFFERED": "1"}
         out = None
         if msg.get("log"):
             Path(msg["log"]).parent.mkdir(parents=True, exist_ok=True)
             out = open(msg["log"], "ab", buffering=0)
-        proc = subprocess.Popen([sys.executable, *msg["argv"]], env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT if out else None, preexec_fn=preexec,
-                                start_new_session=True)
-        if out is not None:
-            out.close()
+        try:
+            proc = subprocess.Popen([sys.executable, *msg["argv"]], env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT if out else None, preexec_fn=preexec,
+                                    start_new_session=True)
+        except OSError:
+            self.store.r.set(status_key(msg["learner"]), json.dumps({"pid": None, "worker": self.worker, "rc": 1}),
+                             ex=STATUS_TTL_S)
+            raise
+        finally:
+            if out is not None:
+                out.close()
         self.procs[msg["learner"]] = proc
         self.store.r.set(status_key(msg["learner"]), json.dumps({"pid": proc.pid, "worker": self.worker, "rc": None}),
                          ex=STATUS_TTL_S)

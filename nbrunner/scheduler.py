@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob
+from rq.queue import Queue as RqQueue
 
 from . import grants
 from .allocate import allocate
@@ -40,6 +41,7 @@ from .worker import WORKERS, worker_key
 LEASE = PREFIX + "scheduler"
 POLICY = PREFIX + "policy"
 LEASE_TTL = float(os.environ.get("NBRUNNER_LEASE_TTL", "5"))
+STRANDED_AFTER_S = 10.0  # a dispatched rq job "queued" in no queue this long was dropped by its worker
 log = logging.getLogger("nbrunner.scheduler")
 
 _RENEW = """
@@ -128,6 +130,7 @@ class Scheduler:
         self.name = name or f"{socket.gethostname()}.{os.getpid()}"
         self.interval = interval
         self.stopping = threading.Event()
+        self._stranded: dict[str, float] = {}  # rq job id -> when first seen 'queued' but in no queue
         self._renew = self.r.register_script(_RENEW)
         if policy:
             self.r.set(POLICY, policy)
@@ -229,10 +232,27 @@ class Scheduler:
         except NoSuchJobError:
             return False
         status = job.get_status(refresh=False)
-        if status in ("queued", "deferred", "scheduled"):
+        if status == "queued":
+            return self._waiting(job)
+        if status in ("deferred", "scheduled"):
             return True
         if status == "started":
             return (job.worker_name or "") in cap.workers
+        return False
+
+    def _waiting(self, job: RqJob) -> bool:
+        """Is a 'queued' rq job really in its queue?  A worker that dies (or loses Redis) between
+        taking a job from the queue and starting it leaves it in rq's intermediate queue,
+        'queued' for ever; after a grace (a worker takes milliseconds) it is re-dispatched."""
+        conn = job.connection
+        if conn.lpos(RqQueue(job.origin, connection=conn).key, job.id) is not None:
+            self._stranded.pop(job.id, None)
+            return True
+        first = self._stranded.setdefault(job.id, time.monotonic())
+        if time.monotonic() - first < STRANDED_AFTER_S:
+            return True
+        del self._stranded[job.id]
+        log.warning("rq job %s was taken from its queue but never started: re-dispatching", job.id)
         return False
 
     def lost(self, rec: JobRecord) -> None:
@@ -279,6 +299,7 @@ class Scheduler:
         try:
             job = RqJob.fetch(rq_job_id(rec.id, rec.attempt), connection=conn)
             job.cancel()
+            conn.lrem(RqQueue(job.origin, connection=conn).intermediate_queue_key, 0, job.id)
         except Exception:
             pass
 

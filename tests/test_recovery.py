@@ -78,3 +78,32 @@ def test_capacity_follows_live_workers(workspace):
             child.restart = False
         os.kill(victim["pid"], signal.SIGKILL)
         wait_for(lambda: cluster.status()["gpus_total"] == 2, 30, what="the dead worker's slots to leave")
+
+
+def test_a_job_its_worker_took_but_never_started_is_dispatched_again(workspace):
+    from rq.job import Job as RqJob
+    from rq.queue import Queue as RqQueue
+
+    from nbrunner.queues import rq_connection, rq_job_id
+    from nbrunner.scheduler import STRANDED_AFTER_S
+
+    make_notebook(workspace / "stamp.ipynb", STAMP, parameters="SECONDS = 0")
+    with nbrunner.setup_cluster(gpus=0, workers=1, workspace=workspace) as cluster:
+        child = next(c for c in cluster.supervisor.children if c.name.startswith("worker"))
+        child.restart = False
+        child.proc.terminate()  # no worker for a while: the job waits in rq's queue
+        child.proc.wait(30)
+        job = cluster.submit("stamp.ipynb")
+        wait_for(lambda: job.refresh().record.dispatched, 30, what="the job to be handed to rq")
+        # what a worker that dies (or loses Redis) right after taking the job leaves behind
+        conn = rq_connection(cluster.store)
+        queue = RqQueue(RqJob.fetch(rq_job_id(job.id, 1), connection=conn).origin, connection=conn)
+        assert conn.lmove(queue.key, queue.intermediate_queue_key) == rq_job_id(job.id, 1).encode()
+        t = time.monotonic()
+        wait_for(lambda: job.refresh().record.attempt == 2, STRANDED_AFTER_S + 20, what="the job to be re-dispatched")
+        assert time.monotonic() - t >= STRANDED_AFTER_S - 2  # not before a worker could have started it
+        assert conn.lpos(queue.intermediate_queue_key, rq_job_id(job.id, 1)) is None
+        cluster.supervisor._spawn(child)
+        job.wait(60)
+        assert job.record.status == "completed", job.record.error
+        assert len((workspace / "attempts.jsonl").read_text().splitlines()) == 1

@@ -1,0 +1,62 @@
+"""Learners on other hosts: a start request never blocks the trainer, and one that no worker
+claims in time is cancelled for good (a host that comes back does not start it)."""
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+from nbrunner.elastic.launcher import LearnerSpec
+from nbrunner.elastic.slots import Slot
+from nbrunner.learners import LearnerAgent, RemoteLearner, request_queue, status_key
+from nbrunner.redis_server import EmbeddedRedis
+from nbrunner.store import JobStore
+from nbrunner.worker import worker_key
+
+from support import wait_for
+
+
+def spec(lid: str, host: str) -> LearnerSpec:
+    return LearnerSpec(learner_id=lid, slot=Slot(host, 0), master_addr="127.0.0.1", master_port=1)
+
+
+def test_an_unclaimed_learner_request_is_cancelled_and_never_started(workspace):
+    redis = EmbeddedRedis(workspace / ".nbrunner").ensure()
+    try:
+        store = JobStore.from_url(redis.url)
+        t = time.monotonic()
+        handle = RemoteLearner.start(store, spec("L5", "hostC"), timeout=1.0)
+        assert time.monotonic() - t < 0.5  # the request is queued, nobody waited for hostC
+        assert handle.poll() is None and handle.worker is None
+        assert wait_for(lambda: handle.poll(), 5, 0.05, "the request to time out") == -int(signal.SIGKILL)
+        assert json.loads(store.r.get(status_key(handle.learner)))["cancelled"] is True
+        # hostC's worker comes back and takes the stale request: it must not start the learner
+        agent = LearnerAgent(store, "hostC", "worker-c")
+        agent._start(json.loads(store.r.lpop(request_queue("hostC"))), None)
+        assert agent.procs == {}
+        handle.kill()  # nothing to signal, and no error
+    finally:
+        redis.stop()
+
+
+def test_a_claimed_learner_runs_and_is_signalled_through_its_worker(workspace):
+    redis = EmbeddedRedis(workspace / ".nbrunner").ensure()
+    agent = None
+    try:
+        store = JobStore.from_url(redis.url)
+        handle = RemoteLearner.start(store, spec("L6", "hostB"), timeout=30.0)
+        msg = json.loads(store.r.lpop(request_queue("hostB")))
+        msg["argv"] = ["-c", "import time; time.sleep(60)"]  # stands in for the learner's command line
+        agent = LearnerAgent(store, "hostB", "worker-b")
+        store.r.set(worker_key("worker-b"), "{}")  # the worker's heartbeat
+        agent._start(msg, None)
+        assert handle.poll() is None and handle.worker == "worker-b" and handle.pid == agent.procs[handle.learner].pid
+        agent.start()
+        handle.terminate()
+        assert handle.wait(10) == -int(signal.SIGTERM)
+    finally:
+        if agent is not None:
+            agent.stopping.set()
+            for p in agent.procs.values():
+                p.kill()
+        redis.stop()
