@@ -234,6 +234,7 @@ class Scheduler:
         status = job.get_status(refresh=False)
         if status == "queued":
             return self._waiting(job)
+        self._stranded.pop(job.id, None)
         if status in ("deferred", "scheduled"):
             return True
         if status == "started":
