@@ -204,8 +204,6 @@ class RemoteLearner:
         return None
 
     def _signal(self, sig: int) -> None:
-        if self.worker is None:
-            self.status()
         if self.worker is None and self._cancel():
             return  # never started: nothing to signal
         if self.worker:

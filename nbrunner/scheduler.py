@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 
 from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob
-from rq.queue import Queue as RqQueue
 
 from . import grants
 from .allocate import allocate
@@ -245,8 +244,7 @@ class Scheduler:
         """Is a 'queued' rq job really in its queue?  A worker that dies (or loses Redis) between
         taking a job from the queue and starting it leaves it in rq's intermediate queue,
         'queued' for ever; after a grace (a worker takes milliseconds) it is re-dispatched."""
-        conn = job.connection
-        if conn.lpos(RqQueue(job.origin, connection=conn).key, job.id) is not None:
+        if job.connection.lpos(queue(self.store, job.origin).key, job.id) is not None:
             self._stranded.pop(job.id, None)
             return True
         first = self._stranded.setdefault(job.id, time.monotonic())
@@ -300,7 +298,7 @@ class Scheduler:
         try:
             job = RqJob.fetch(rq_job_id(rec.id, rec.attempt), connection=conn)
             job.cancel()
-            conn.lrem(RqQueue(job.origin, connection=conn).intermediate_queue_key, 0, job.id)
+            conn.lrem(queue(self.store, job.origin).intermediate_queue_key, 0, job.id)
         except Exception:
             pass
 

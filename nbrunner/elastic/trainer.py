@@ -299,7 +299,7 @@ class _Run:
         self._next_grant_poll = 0.0
         self.standby_failures = 0
         self._max_granted = 0
-        self._unbound: set[Slot] = set()  # granted slots no learner was put on yet
+        self._unbound: set[Slot] = set()  # granted slots with no live learner: released if taken back
         self._waiting_said = False
         self.t_start = time.monotonic()
 
@@ -776,8 +776,7 @@ class _Run:
         gset = set(granted)
         for slot in [s for s in self.slot_failures if s not in gset]:
             del self.slot_failures[slot]  # taken back: if it is granted again (a host that returns), start afresh
-        revoked = sorted(self._unbound - gset, key=lambda s: (s.host, s.index))
-        self._unbound &= gset
+        revoked = sorted(self._unbound - gset)
         if revoked:  # taken back before any learner ran on them: nothing to wait for
             try:
                 self.slots.released(revoked)
@@ -795,17 +794,13 @@ class _Run:
             if slot not in have and self.slot_failures.get(slot, 0) < self.o["max_slot_failures"]:
                 if standby:
                     self._assign(standby.pop(0), slot)
-                    self._unbound.discard(slot)
                     continue
                 try:
                     self._spawn(slot)
-                    self._unbound.discard(slot)
                 except Exception as e:  # e.g. the slot's host does not answer: like a learner dead at start
                     self.slot_failures[slot] = self.slot_failures.get(slot, 0) + 1
-                    self._unbound.add(slot)
                     self.say(f"  could not start a learner on {slot.host}/{slot.index}: {e}")
-            elif slot not in have:
-                self._unbound.add(slot)
+        self._unbound = gset - {L.slot for L in self.learners.values() if L.alive}
         want = self._want_standby()
         while len(standby) < want:
             standby.append(self._spawn(None))
