@@ -154,3 +154,15 @@ def test_seeds_scenario_priorities_split_8_slots_3_5_then_the_second_grows_to_8(
     for name in ("first", "second"):
         history, _ = result(workspace, name)
         assert history["steps"] == 60 * (1500 // 256)
+
+
+def test_a_job_submitted_without_gpus_trains_on_one_local_cpu_learner(workspace):
+    make_notebook(workspace / "train.ipynb", SETUP, TRAIN, parameters=PARAMS)
+    with nbrunner.setup_cluster(gpus=2, workers=1, workspace=workspace) as cluster:
+        job = cluster.submit("train.ipynb", {"OUT": "cpu"})  # max_gpus 0, the default
+        job.wait(180)
+        assert job.record.status == "completed", job.record.error
+        assert all(p["gpus"] == 0 for p in job.timeline())
+    history, _ = result(workspace, "cpu")
+    assert history["steps"] == 2 * (1500 // 64)
+    assert {w for e in history["epochs"] for w in e["world_sizes"]} == {1}
