@@ -66,6 +66,8 @@ def test_gang_jobs_wait_for_whole_slots(workspace):
             j.wait(120)
             assert j.record.status == "completed", j.record.error
         assert waiting[0].record.started_at >= min(j.record.finished_at for j in jobs if j is not waiting[0])
+        # a job's record says completed before its worker confirmed the release of its slots
+        wait_for(lambda: cluster.status()["gpus_free"] == 4, 30, what="all slots released")
         assert no_slot_ever_held_twice(cluster.store.r) >= 12
         assert [p["gpus"] for p in waiting[0].timeline()] == [2, 0]
 
