@@ -32,7 +32,7 @@ def one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def describe_failure(exc: BaseException, timeout: float | None) -> str:
+def describe_failure(exc: BaseException, timeout: float | None, earlier: frozenset[int] = frozenset()) -> str:
     """The one-line ``error`` of a failed job, naming its cause."""
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
@@ -43,7 +43,7 @@ def describe_failure(exc: BaseException, timeout: float | None) -> str:
     if isinstance(exc, (CellTimeoutError, JobTimeoutException, JobTimeout)):
         return f"timeout: the job ran longer than its {timeout:g} s limit" if timeout else "timeout"
     if isinstance(exc, DeadKernelError):
-        code = kernel_exit_code()
+        code = kernel_exit_code(earlier)
         if code is not None and code < 0:
             import signal
 
@@ -55,19 +55,72 @@ def describe_failure(exc: BaseException, timeout: float | None) -> str:
 KERNEL_KILLED = "kernel killed"  # from outside (OOM killer, an admin): the job is retried
 
 
-def kernel_exit_code() -> int | None:
-    """Exit code of the kernel papermill started in this process (negative: killed by a signal).
-
-    papermill only says ``DeadKernelError``; the kernel's ``Popen`` object still holds how it
-    ended, so an exit of the notebook's own (``os._exit``) is told apart from a kill."""
+def kernel_processes() -> list:
+    """The ``Popen`` objects of the kernels papermill started in this process."""
     import gc
     import subprocess
 
-    for obj in gc.get_objects():
-        if isinstance(obj, subprocess.Popen) and "ipykernel" in " ".join(map(str, obj.args or [])):
-            if obj.returncode is not None:
-                return obj.returncode
+    return [obj for obj in gc.get_objects()
+            if isinstance(obj, subprocess.Popen) and "ipykernel" in " ".join(map(str, obj.args or []))]
+
+
+def kernel_exit_code(earlier: frozenset[int] = frozenset()) -> int | None:
+    """Exit code of the kernel papermill started in this process (negative: killed by a signal),
+    ignoring the kernels whose ``id`` is in ``earlier`` (those that failed to start).
+
+    papermill only says ``DeadKernelError``; the kernel's ``Popen`` object still holds how it
+    ended, so an exit of the notebook's own (``os._exit``) is told apart from a kill."""
+    for proc in kernel_processes():
+        if id(proc) not in earlier and proc.returncode is not None:
+            return proc.returncode
     return None
+
+
+def kernel_config():
+    """Kernels talk over unix sockets: TCP ports picked free by jupyter_client can be taken by
+    another kernel or a gloo group before the kernel binds them ("Address already in use")."""
+    import uuid
+
+    from jupyter_core.paths import jupyter_runtime_dir
+    from traitlets.config import Config
+
+    config = Config()
+    runtime = jupyter_runtime_dir()
+    # one prefix per kernel: jupyter_client's default ("kernel-ipc" in the cwd) is shared by every
+    # kernel started in the same directory; "<prefix>-<n>" must fit a unix socket path
+    prefix = os.path.join(runtime, f"nbrunner-{uuid.uuid4().hex}-ipc")
+    if len(prefix) < 100:
+        os.makedirs(runtime, mode=0o700, exist_ok=True)
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = prefix
+    return config
+
+
+def remove_kernel_sockets(config) -> None:
+    """Remove the unix sockets a kernel killed before its own cleanup left behind."""
+    import glob
+
+    if config.KernelManager.get("transport") == "ipc":
+        for path in glob.glob(glob.escape(config.KernelManager.ip) + "-*"):
+            Path(path).unlink(missing_ok=True)
+
+
+KERNEL_START_TRIES = 3
+
+
+def never_started(exc: BaseException, output: Path) -> bool:
+    """Did the kernel fail before running any cell (so the notebook can simply be run again)?"""
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(exc, (PapermillExecutionError, KeyboardInterrupt, SystemExit)):
+        return False
+    if not isinstance(exc, (RuntimeError, TimeoutError)):
+        return False
+    try:
+        nb = nbformat.read(str(output), as_version=4)
+    except Exception:
+        return False
+    return not any(c.get("metadata", {}).get("papermill", {}).get("start_time") for c in nb.cells)
 
 
 def mark_failure(output: Path, error: str) -> None:
@@ -178,24 +231,37 @@ def run_job(job_id: str, attempt: int) -> str:
     cwd = notebook_dir if notebook_dir.is_dir() else job_dir
 
     status, error = "completed", None
+    failed_kernels: frozenset[int] = frozenset()  # kernels that died before running a cell
     with open(logs / "driver.log", "a", buffering=1) as out:
         try:
-            pm.execute_notebook(
-                str(job_dir / "input.ipynb"),
-                str(output),
-                parameters=rec.parameters,
-                kernel_name=rec.kernel,
-                execution_timeout=math.ceil(rec.timeout) if rec.timeout else None,
-                progress_bar=False,
-                log_output=True,
-                stdout_file=out,
-                stderr_file=out,
-                cwd=str(cwd),
-                request_save_on_cell_execute=True,
-                autosave_cell_every=10,
-            )
+            for tries_left in reversed(range(KERNEL_START_TRIES)):
+                config = kernel_config()
+                try:
+                    pm.execute_notebook(
+                        str(job_dir / "input.ipynb"),
+                        str(output),
+                        parameters=rec.parameters,
+                        kernel_name=rec.kernel,
+                        execution_timeout=math.ceil(rec.timeout) if rec.timeout else None,
+                        progress_bar=False,
+                        log_output=True,
+                        stdout_file=out,
+                        stderr_file=out,
+                        cwd=str(cwd),
+                        request_save_on_cell_execute=True,
+                        autosave_cell_every=10,
+                        config=config,
+                    )
+                    break
+                except Exception as exc:
+                    if not tries_left or not never_started(exc, output):
+                        raise
+                    out.write(f"\n[nbrunner] the kernel failed to start ({one_line(exc)}); starting it again\n")
+                    failed_kernels = frozenset(map(id, kernel_processes()))
+                finally:
+                    remove_kernel_sockets(config)
         except BaseException as exc:  # noqa: BLE001 - every way a notebook can end is recorded
-            status, error = "failed", describe_failure(exc, rec.timeout)
+            status, error = "failed", describe_failure(exc, rec.timeout, failed_kernels)
             out.write(f"\n[nbrunner] job failed: {error}\n")
             if output.exists():
                 mark_failure(output, error)
