@@ -32,7 +32,7 @@ def one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def describe_failure(exc: BaseException, timeout: float | None, earlier: frozenset[int] = frozenset()) -> str:
+def describe_failure(exc: BaseException, timeout: float | None, earlier: tuple = ()) -> str:
     """The one-line ``error`` of a failed job, naming its cause."""
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
@@ -64,14 +64,14 @@ def kernel_processes() -> list:
             if isinstance(obj, subprocess.Popen) and "ipykernel" in " ".join(map(str, obj.args or []))]
 
 
-def kernel_exit_code(earlier: frozenset[int] = frozenset()) -> int | None:
+def kernel_exit_code(earlier: tuple = ()) -> int | None:
     """Exit code of the kernel papermill started in this process (negative: killed by a signal),
-    ignoring the kernels whose ``id`` is in ``earlier`` (those that failed to start).
+    ignoring the ``Popen`` objects in ``earlier`` (kernels that failed to start).
 
     papermill only says ``DeadKernelError``; the kernel's ``Popen`` object still holds how it
     ended, so an exit of the notebook's own (``os._exit``) is told apart from a kill."""
     for proc in kernel_processes():
-        if id(proc) not in earlier and proc.returncode is not None:
+        if all(proc is not old for old in earlier) and proc.returncode is not None:
             return proc.returncode
     return None
 
@@ -110,11 +110,7 @@ KERNEL_START_TRIES = 3
 
 def never_started(exc: BaseException, output: Path) -> bool:
     """Did the kernel fail before running any cell (so the notebook can simply be run again)?"""
-    from papermill.exceptions import PapermillExecutionError
-
-    if isinstance(exc, (PapermillExecutionError, KeyboardInterrupt, SystemExit)):
-        return False
-    if not isinstance(exc, (RuntimeError, TimeoutError)):
+    if not isinstance(exc, (RuntimeError, TimeoutError)):  # not a cell's error (PapermillExecutionError)
         return False
     try:
         nb = nbformat.read(str(output), as_version=4)
@@ -231,7 +227,7 @@ def run_job(job_id: str, attempt: int) -> str:
     cwd = notebook_dir if notebook_dir.is_dir() else job_dir
 
     status, error = "completed", None
-    failed_kernels: frozenset[int] = frozenset()  # kernels that died before running a cell
+    failed_kernels: tuple = ()  # kernels that died before running a cell (held: ids could be reused)
     with open(logs / "driver.log", "a", buffering=1) as out:
         try:
             for tries_left in reversed(range(KERNEL_START_TRIES)):
@@ -257,7 +253,7 @@ def run_job(job_id: str, attempt: int) -> str:
                     if not tries_left or not never_started(exc, output):
                         raise
                     out.write(f"\n[nbrunner] the kernel failed to start ({one_line(exc)}); starting it again\n")
-                    failed_kernels = frozenset(map(id, kernel_processes()))
+                    failed_kernels = tuple(kernel_processes())
                 finally:
                     remove_kernel_sockets(config)
         except BaseException as exc:  # noqa: BLE001 - every way a notebook can end is recorded

@@ -120,9 +120,10 @@ def cluster_slot_source(max_gpus: Optional[int] = None, min_gpus: int = 1, job_i
     """The factory ElasticTrainer calls inside a job (``NBRUNNER_SLOT_SOURCE``).  A job submitted
     without GPUs (max 0) trains with one local CPU learner, as outside the cluster."""
     from .elastic.slots import LocalSlots
+    from .runtime import _job_store
 
     job_id = job_id or os.environ["NBRUNNER_JOB_ID"]
-    if JobStore.from_url(os.environ["NBRUNNER_REDIS_URL"]).get(job_id).max_gpus == 0:
+    if _job_store().get(job_id).max_gpus == 0:
         return LocalSlots(1, devices="cpu")
     return ClusterSlots(job_id, max_gpus, min_gpus)
 
