@@ -1,4 +1,4 @@
-"""Benchmark nbrunner.allocate.allocate against sorted() on the same demands.
+"""Benchmark nbrunner.core.allocate.allocate against sorted() on the same demands.
 
 10,000 random demands (fixed seed) on 8,000 GPUs, both policies. The baseline is
 ``sorted(demands, key=...)`` by the policy's order key without the running flag
@@ -24,10 +24,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 try:
-    from nbrunner.allocate import allocate
+    from nbrunner.core.allocate import allocate
 except ImportError:  # run as a script from anywhere
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from nbrunner.allocate import allocate
+    from nbrunner.core.allocate import allocate
 
 N_JOBS = 10_000
 N_GPUS = 8_000

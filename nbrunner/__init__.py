@@ -8,17 +8,17 @@ from importlib import import_module
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "allocate": ".allocate",
-    "setup_cluster": ".cluster",
-    "connect": ".cluster",
-    "print_jobs_summary": ".cluster",
-    "Cluster": ".cluster",
-    "Job": ".cluster",
-    "record": ".runtime",
-    "save_model": ".registry",
-    "NbrunnerError": ".errors",
-    "InvalidRequest": ".errors",
-    "NoCluster": ".errors",
+    "allocate": ".core.allocate",
+    "setup_cluster": ".client.cluster",
+    "connect": ".client.cluster",
+    "print_jobs_summary": ".client.cluster",
+    "Cluster": ".client.cluster",
+    "Job": ".client.cluster",
+    "record": ".control.runtime",
+    "save_model": ".serving.registry",
+    "NbrunnerError": ".core.errors",
+    "InvalidRequest": ".core.errors",
+    "NoCluster": ".core.errors",
 }
 __all__ = list(_EXPORTS)
 

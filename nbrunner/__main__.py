@@ -1,3 +1,3 @@
-from .cli import main
+from .client.cli import main
 
 main()

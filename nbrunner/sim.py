@@ -58,7 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nbrunner.allocate import allocate
+from nbrunner.core.allocate import allocate
 
 __all__ = ["AppModel", "Job", "SimResult", "load_apps", "load_workload", "simulate", "main"]
 

@@ -47,7 +47,7 @@ def wait_for(condition: Callable[[], object], timeout: float = 30.0, interval: f
 def no_slot_ever_held_twice(r) -> int:
     """Replay the grant/release log: a slot is granted only while nobody holds it."""
     holder: dict[str, str] = {}
-    from nbrunner import grants
+    from nbrunner.control import grants
 
     events = r.xrange(grants.SLOTLOG)
     for _id, e in events:

@@ -1,4 +1,4 @@
-"""Tests for nbrunner.allocate (DESIGN section 4)."""
+"""Tests for nbrunner.core.allocate (DESIGN section 4)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbrunner.allocate import allocate
+from nbrunner.core.allocate import allocate
 
 
 def job(id, min_gpus=1, max_gpus=8, priority=5000, submitted_at=0, **extra):

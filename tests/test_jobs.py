@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 import nbrunner
-from nbrunner.errors import Conflict, InvalidRequest, NotFound
+from nbrunner.core.errors import Conflict, InvalidRequest, NotFound
 
 from support import make_notebook, wait_for
 

@@ -8,10 +8,10 @@ import time
 
 from nbrunner.elastic.launcher import LearnerSpec
 from nbrunner.elastic.slots import Slot
-from nbrunner.learners import LearnerAgent, RemoteLearner, request_queue, status_key
-from nbrunner.redis_server import EmbeddedRedis
-from nbrunner.store import JobStore
-from nbrunner.worker import worker_key
+from nbrunner.execution.learner_agent import LearnerAgent, RemoteLearner, request_queue, status_key
+from nbrunner.execution.redis_server import EmbeddedRedis
+from nbrunner.core.store import JobStore
+from nbrunner.execution.worker import worker_key
 
 from support import wait_for
 

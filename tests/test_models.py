@@ -11,10 +11,10 @@ import urllib.request
 import pytest
 
 import nbrunner
-from nbrunner.config import Settings
-from nbrunner.errors import InvalidRequest, NotFound
-from nbrunner.registry import list_models, register_model, resolve
-from nbrunner.serve import make_server, serve_in_thread
+from nbrunner.core.config import Settings
+from nbrunner.core.errors import InvalidRequest, NotFound
+from nbrunner.serving.registry import list_models, register_model, resolve
+from nbrunner.serving.serve import make_server, serve_in_thread
 
 from support import make_notebook, short_tmpdir, wait_for
 
@@ -123,7 +123,7 @@ def test_save_model_outside_a_job(tmp_path):
     d = nbrunner.save_model(model, tmp_path / "m")
     meta = json.loads((d / "meta.json").read_text())
     assert meta["input_shape"] is None and meta["job"] is None  # Flatten first: the shape is not known
-    from nbrunner.registry import load_model
+    from nbrunner.serving.registry import load_model
 
     loaded = load_model(d)
     x = torch.randn(3, 4)

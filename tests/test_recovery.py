@@ -7,7 +7,7 @@ import signal
 import time
 
 import nbrunner
-from nbrunner.scheduler import live_capacity
+from nbrunner.control.scheduler import live_capacity
 
 from support import make_notebook, wait_for
 
@@ -84,8 +84,8 @@ def test_a_job_its_worker_took_but_never_started_is_dispatched_again(workspace):
     from rq.job import Job as RqJob
     from rq.queue import Queue as RqQueue
 
-    from nbrunner.queues import rq_connection, rq_job_id
-    from nbrunner.scheduler import STRANDED_AFTER_S
+    from nbrunner.control.queues import rq_connection, rq_job_id
+    from nbrunner.control.scheduler import STRANDED_AFTER_S
 
     make_notebook(workspace / "stamp.ipynb", STAMP, parameters="SECONDS = 0")
     with nbrunner.setup_cluster(gpus=0, workers=1, workspace=workspace) as cluster:

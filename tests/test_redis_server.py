@@ -7,7 +7,7 @@ import stat
 
 import redis
 
-from nbrunner.redis_server import EmbeddedRedis
+from nbrunner.execution.redis_server import EmbeddedRedis
 
 
 def test_start_attach_and_stop(workspace):
@@ -43,7 +43,7 @@ def test_stale_socket_and_pid_file_after_a_crash_are_replaced(workspace):
 
 def test_external_redis_url_starts_no_server(workspace, monkeypatch):
     import nbrunner
-    from nbrunner.config import Settings
+    from nbrunner.core.config import Settings
 
     server = EmbeddedRedis(workspace / "ext").ensure()
     monkeypatch.setenv("NBRUNNER_REDIS_URL", server.url)

@@ -102,7 +102,7 @@ def test_credentials_never_appear_in_messages():
                        env={**os.environ, "NBRUNNER_REDIS_URL": url})
     assert p.returncode == 2
     assert "s3cret-pw" not in p.stderr + p.stdout and "***" in p.stderr
-    from nbrunner.config import redact
+    from nbrunner.core.config import redact
 
     assert redact(url) == "redis://admin:***@127.0.0.1:1/0"
     assert redact("unix:///tmp/x/redis.sock") == "unix:///tmp/x/redis.sock"

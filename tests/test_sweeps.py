@@ -12,8 +12,8 @@ from datetime import datetime
 import pytest
 
 import nbrunner
-from nbrunner.errors import InvalidRequest, NotFound
-from nbrunner.sweeps import (ACTIVE_SWEEPS, MAX_TRIALS, count_trials, generate_trials, parse_spec, rung_decision,
+from nbrunner.core.errors import InvalidRequest, NotFound
+from nbrunner.control.sweeps import (ACTIVE_SWEEPS, MAX_TRIALS, count_trials, generate_trials, parse_spec, rung_decision,
                              sweep_ids)
 
 from support import make_notebook, short_tmpdir
@@ -173,7 +173,7 @@ def test_dry_run_prints_trials_and_submits_nothing():
     (("train.ipynb", "notyaml.yaml"), "not valid YAML"),
 ])
 def test_dry_run_errors_are_one_line(tmp_path, monkeypatch, capsys, args, words):
-    from nbrunner.cli import main
+    from nbrunner.client.cli import main
 
     make_notebook(tmp_path / "train.ipynb", "print(LR)", parameters="LR = 0.1")
     (tmp_path / "spec.yaml").write_text("parameters: {LR: [0.1]}\nobjective: {metric: accuracy, mode: max}\n")
@@ -264,7 +264,7 @@ def test_a_bad_sweep_creates_no_job(sweep_ws):
         assert words in str(info.value)
     assert len(cluster.jobs()) == before and len(sweep_ids(cluster.store)) == sweeps
     with pytest.raises(NotFound):
-        nbrunner.sweeps.Sweep(cluster, "nosuchsweep")
+        nbrunner.control.sweeps.Sweep(cluster, "nosuchsweep")
 
 
 def test_early_stopping_cancels_the_worse_trials(sweep_ws):
@@ -296,20 +296,20 @@ def test_cli_sweep_submits_and_prints_json(sweep_ws):
     assert list(out) == ["id", "jobs", "leaderboard"] and len(out["jobs"]) == 2
     assert all(j["sweep"] == out["id"] and j["priority"] == 6000 for j in out["jobs"])
     assert [e["parameters"] for e in out["leaderboard"]] == generate_trials(parse_spec(ws / "cli.yaml"))
-    nbrunner.sweeps.Sweep(sweep_ws, out["id"]).wait(timeout=60)
+    nbrunner.control.sweeps.Sweep(sweep_ws, out["id"]).wait(timeout=60)
 
 
 def test_advancing_from_several_processes_never_submits_a_trial_twice(sweep_ws):
     """The scheduler advances the sweep; threads of this process hammer advance_sweeps meanwhile."""
     import threading
 
-    from nbrunner.sweeps import advance_sweeps
+    from nbrunner.control.sweeps import advance_sweeps
 
     cluster = sweep_ws
     stop = threading.Event()
 
     def hammer():
-        from nbrunner.store import JobStore
+        from nbrunner.core.store import JobStore
 
         store = JobStore.from_url(cluster.settings.url)
         while not stop.is_set():

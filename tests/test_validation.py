@@ -5,11 +5,11 @@ import os
 
 import pytest
 
-from nbrunner import service
-from nbrunner.config import Settings
-from nbrunner.errors import InvalidRequest
-from nbrunner.redis_server import EmbeddedRedis
-from nbrunner.store import JobStore
+from nbrunner.control import submit as service
+from nbrunner.core.config import Settings
+from nbrunner.core.errors import InvalidRequest
+from nbrunner.execution.redis_server import EmbeddedRedis
+from nbrunner.core.store import JobStore
 
 from support import make_notebook
 

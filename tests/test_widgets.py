@@ -1,4 +1,4 @@
-"""nbrunner.widgets against a real cluster (2 workers, no GPU slots): JobsMonitor and JobWidget,
+"""nbrunner.client.widgets against a real cluster (2 workers, no GPU slots): JobsMonitor and JobWidget,
 their controls, their refresh thread, and what a notebook executed by papermill saves of them."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 import nbformat
 import pytest
 
-from nbrunner.widgets import JobsMonitor, JobWidget
+from nbrunner.client.widgets import JobsMonitor, JobWidget
 
 from support import make_notebook, wait_for
 
@@ -167,7 +167,7 @@ def test_a_notebook_executed_by_papermill_saves_the_table(cluster, shared_worksp
     waiting = too_big(cluster, "pm-waiting")
     nb = make_notebook(
         tmp_path / "monitor.ipynb",
-        "import asyncio, time\nimport nbrunner\nfrom nbrunner.widgets import JobsMonitor\n"
+        "import asyncio, time\nimport nbrunner\nfrom nbrunner.client.widgets import JobsMonitor\n"
         "cluster = nbrunner.connect(WORKSPACE)\nmonitor = JobsMonitor(cluster, interval=0.1)\nmonitor",
         # Let the kernel's loop run: the refresh thread's updates are applied there.
         "start = monitor.updates\ndeadline = time.monotonic() + 30\n"

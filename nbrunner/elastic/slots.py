@@ -243,7 +243,7 @@ def default_slot_source(max_gpus: Optional[int], min_gpus: int = 1) -> Any:
     or ``NBRUNNER_SLOT_SOURCE=module:factory``) provides the slots granted by the
     allocator.  Without one -- and always outside a job -- it is ``LocalSlots(max_gpus or 1)``.
     A job granted no GPU (max 0) trains with one local CPU learner."""
-    from .. import runtime
+    from ..control import runtime
 
     jid = runtime.job_id()
     if jid is not None:

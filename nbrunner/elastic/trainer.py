@@ -52,7 +52,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
-from .. import runtime
+from ..control import runtime
 from . import model_io
 from .launcher import LearnerSpec, LocalLauncher
 from .protocol import FINAL, LOG_N, PAYLOAD, REQ, Plan, abort_key, log_key, plan_key

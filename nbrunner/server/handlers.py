@@ -10,10 +10,10 @@ from typing import Any
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from .. import service
-from ..cluster import Cluster, connect, read_log
-from ..errors import InvalidRequest, NbrunnerError, NotFound
-from ..models import JobRecord
+from ..control import submit
+from ..client.cluster import Cluster, connect, read_log
+from ..core.errors import InvalidRequest, NbrunnerError, NotFound
+from ..core.models import JobRecord
 
 API = r"/nbrunner/api"
 ID = r"(?P<job_id>[a-z0-9]{1,32})"
@@ -117,7 +117,7 @@ class JobsHandler(BaseHandler):
             data["notebook"] = str(root / data["notebook"])
         if "sweep" in data:
             raise InvalidRequest("unknown field 'sweep' (trials are created by POST /sweeps)")
-        rec = service.submit(cluster.store, cluster.settings, data, owner=self.user())
+        rec = submit.submit(cluster.store, cluster.settings, data, owner=self.user())
         self.reply(rec.to_dict(), 201)
 
 
@@ -132,12 +132,12 @@ class JobHandler(BaseHandler):
         data = self.body()
         if set(data) != {"priority"}:
             raise InvalidRequest("only {\"priority\": p} can be changed")
-        self.reply(service.set_priority(self.cluster.store, job_id, data["priority"]).to_dict())
+        self.reply(submit.set_priority(self.cluster.store, job_id, data["priority"]).to_dict())
 
     @web.authenticated
     def delete(self, job_id: str) -> None:
         self.job(job_id)
-        self.reply(service.cancel(self.cluster.store, job_id).to_dict())
+        self.reply(submit.cancel(self.cluster.store, job_id).to_dict())
 
 
 class LogHandler(BaseHandler):
@@ -200,8 +200,8 @@ class ParametersHandler(BaseHandler):
         rel = self.relative_path(self.get_query_argument("path", ""), "path")
         settings = self.cluster.settings
         root = Path(self.settings["nbrunner_root"]).resolve()
-        path = service.resolve_notebook(settings, str(root / rel))
-        service.read_notebook(path, rel)
+        path = submit.resolve_notebook(settings, str(root / rel))
+        submit.read_notebook(path, rel)
         try:
             found = papermill.inspect_notebook(str(path))
         except Exception as exc:
@@ -215,14 +215,14 @@ class SweepsHandler(BaseHandler):
 
     @web.authenticated
     def get(self) -> None:
-        from ..sweeps import list_sweeps
+        from ..control.sweeps import list_sweeps
 
         sweeps = [s for s in list_sweeps(self.cluster) if self.is_admin() or s.record.owner == self.user()]
         self.reply({"sweeps": [s.to_dict() for s in sweeps]})
 
     @web.authenticated
     def post(self) -> None:
-        from ..sweeps import JOB_OPTIONS, submit_sweep
+        from ..control.sweeps import JOB_OPTIONS, submit_sweep
 
         data = self.body()
         for key in data:
@@ -245,7 +245,7 @@ class SweepHandler(BaseHandler):
     """``GET /sweeps/{id}`` -> ``{"id", "jobs", "leaderboard"}``, 404 unknown; ``DELETE`` cancels it."""
 
     def sweep(self, sweep_id: str):
-        from ..sweeps import Sweep
+        from ..control.sweeps import Sweep
 
         sweep = Sweep(self.cluster, sweep_id)
         if not (self.is_admin() or sweep.record.owner == self.user()):

@@ -76,9 +76,9 @@ def write_notebooks(ws: Path) -> None:
                   "import time\nfor i in range(STEPS):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.25)",
                   parameters="STEPS = 2400")
     make_notebook(ws / "other.ipynb", "print('other')", parameters="X = 1")
-    # A job that shows the live jobs table (nbrunner.widgets) in its executed notebook.
+    # A job that shows the live jobs table (nbrunner.client.widgets) in its executed notebook.
     make_notebook(ws / "monitor.ipynb",
-                  "from nbrunner.widgets import JobsMonitor\nmonitor = JobsMonitor(interval=0.5)\nmonitor",
+                  "from nbrunner.client.widgets import JobsMonitor\nmonitor = JobsMonitor(interval=0.5)\nmonitor",
                   "monitor.close()")
 
 

@@ -22,8 +22,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .config import Settings
-from .errors import NbrunnerError
+from ..core.config import Settings
+from ..core.errors import NbrunnerError
 
 MAX_BODY = 16 * 1024 * 1024
 DRAIN_LIMIT = 64 * 1024 * 1024  # larger bodies are refused without reading them

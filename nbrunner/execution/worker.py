@@ -23,11 +23,11 @@ from typing import Any
 import psutil
 from rq import Worker
 
-from . import grants
-from .config import Settings
-from .models import JobRecord
-from .queues import DEFAULT_QUEUE, host_queue, rq_connection
-from .store import PREFIX, JobStore, connect
+from ..control import grants
+from ..core.config import Settings
+from ..core.models import JobRecord
+from ..control.queues import DEFAULT_QUEUE, host_queue, rq_connection
+from ..core.store import PREFIX, JobStore, connect
 
 WORKER_TTL = float(os.environ.get("NBRUNNER_WORKER_TTL", "15"))
 HEARTBEAT_INTERVAL = WORKER_TTL / 5
@@ -80,7 +80,7 @@ def kill_children(keep: set[int] = frozenset()) -> int:
 
 
 class NbrunnerWorker(Worker):
-    """An rq worker that runs :func:`nbrunner.execute.run_job` and settles the record after."""
+    """An rq worker that runs :func:`nbrunner.execution.execute.run_job` and settles the record after."""
 
     def __init__(self, *args: Any, store: JobStore, host: str, slots: list[int], device: str = "cpu", **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -129,7 +129,7 @@ class NbrunnerWorker(Worker):
         self.beat()
         self._beat_thread = threading.Thread(target=self._beat_loop, name="nbrunner-heartbeat", daemon=True)
         self._beat_thread.start()
-        from .learners import LearnerAgent
+        from .learner_agent import LearnerAgent
 
         self.agent = LearnerAgent(self.store, self.host, self.name)
         self.agent.start()
@@ -165,7 +165,7 @@ class NbrunnerWorker(Worker):
         """After the horse is gone: record a death it could not record, and the release."""
 
         from .execute import KERNEL_KILLED
-        from .models import utcnow
+        from ..core.models import utcnow
 
         def change(rec: JobRecord) -> bool:
             if rec.attempt != attempt or rec.worker != self.name:

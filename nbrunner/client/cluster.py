@@ -10,12 +10,12 @@ from typing import Any
 import nbformat
 import redis
 
-from . import grants, service
-from .config import Settings, redact
-from .errors import NoCluster, NotFound
-from .models import FINISHED, JobRecord
-from .redis_server import ping
-from .store import JobStore
+from ..control import grants, submit
+from ..core.config import Settings, redact
+from ..core.errors import NoCluster, NotFound
+from ..core.models import FINISHED, JobRecord
+from ..execution.redis_server import ping
+from ..core.store import JobStore
 
 _default: "Cluster | None" = None
 
@@ -92,11 +92,11 @@ class Job:
         return nbformat.read(str(path), as_version=4)
 
     def cancel(self) -> "Job":
-        self.record = service.cancel(self.cluster.store, self.id)
+        self.record = submit.cancel(self.cluster.store, self.id)
         return self
 
     def set_priority(self, priority: int) -> "Job":
-        self.record = service.set_priority(self.cluster.store, self.id, priority)
+        self.record = submit.set_priority(self.cluster.store, self.id, priority)
         return self
 
     def timeline(self) -> list[dict]:
@@ -146,7 +146,7 @@ class Cluster:
         request = {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},
                    "name": name, "min_gpus": min_gpus, "max_gpus": max_gpus, "priority": priority,
                    "timeout": timeout, "kernel": kernel, **extra}
-        rec = service.submit(self.store, self.settings, request, owner=owner, base=Path.cwd())
+        rec = submit.submit(self.store, self.settings, request, owner=owner, base=Path.cwd())
         return Job(self, rec)
 
     def job(self, job_id: str) -> Job:
@@ -157,7 +157,7 @@ class Cluster:
 
     def status(self) -> dict[str, Any]:
         """Hosts, slots and who holds each, free GPUs and policy (the ``GET /cluster`` object)."""
-        from .scheduler import POLICY, live_capacity
+        from ..control.scheduler import POLICY, live_capacity
 
         cap = live_capacity(self.store)
         held = grants.holdings(self.store.r)
@@ -180,13 +180,13 @@ class Cluster:
         return out
 
     def sweep(self, notebook: str | os.PathLike, spec: Any, **kwargs: Any):
-        from .sweeps import submit_sweep
+        from ..control.sweeps import submit_sweep
 
         return submit_sweep(self, notebook, spec, **kwargs)
 
     def wait_ready(self, workers: int = 1, timeout: float = 30.0) -> None:
         """Block until a scheduler is active and ``workers`` workers are registered."""
-        from .scheduler import LEASE, live_capacity
+        from ..control.scheduler import LEASE, live_capacity
 
         deadline = time.monotonic() + timeout
         while len(live_capacity(self.store).workers) < workers or not self.store.r.exists(LEASE):
@@ -218,13 +218,13 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
     """Start a local cluster (embedded Redis, scheduler, ``workers`` workers sharing ``gpus``
     slots; ``gpus="auto"`` finds GPUs), or join the one already running in the workspace.
     Use as a context manager, or call ``.shutdown()``."""
-    from .supervisor import Supervisor
+    from ..execution.supervisor import Supervisor
 
     global _default
     settings = Settings.load(workspace)
     try:
         store = _reachable(settings)
-        from .scheduler import LEASE
+        from ..control.scheduler import LEASE
 
         if store.r.exists(LEASE):
             cluster = Cluster(settings, store)

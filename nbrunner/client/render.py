@@ -5,7 +5,7 @@ from collections import Counter
 
 from rich.table import Table
 
-from .models import JobRecord
+from ..core.models import JobRecord
 
 STATUS_STYLE = {"queued": "yellow", "running": "cyan", "completed": "green", "failed": "red", "cancelled": "magenta"}
 

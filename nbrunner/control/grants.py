@@ -20,8 +20,8 @@ from typing import Iterable
 
 import redis
 
-from .models import utcnow
-from .store import PREFIX, JobStore
+from ..core.models import utcnow
+from ..core.store import PREFIX, JobStore
 
 HOLDINGS = PREFIX + "slots"
 SLOTLOG = PREFIX + "slotlog"

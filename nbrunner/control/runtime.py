@@ -33,7 +33,7 @@ def job_dir() -> Path | None:
 def _job_store():
     global _store
     if _store is None:
-        from .store import JobStore
+        from ..core.store import JobStore
 
         _store = JobStore.from_url(os.environ[ENV_REDIS_URL])
     return _store

@@ -21,7 +21,7 @@ try:  # typer >= 0.25 vendors its own click
     from typer.exceptions import Abort, Exit
 except ImportError:  # pragma: no cover
     from click.exceptions import Abort, ClickException, Exit, UsageError
-from .errors import NbrunnerError, NoCluster
+from ..core.errors import NbrunnerError, NoCluster
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="Run parameterized Jupyter notebooks as elastic GPU jobs on a shared cluster.")
@@ -79,8 +79,8 @@ def up(workspace: Optional[Path] = DirOption,
        policy: str = typer.Option("fairshare", help="fairshare or priority"),
        host: Optional[str] = typer.Option(None, help="host name the workers register")) -> None:
     """Start Redis, the scheduler, workers and JupyterLab in the workspace, until Ctrl-C."""
-    from .config import Settings
-    from .supervisor import Supervisor
+    from ..core.config import Settings
+    from ..execution.supervisor import Supervisor
 
     if policy not in ("fairshare", "priority"):
         raise typer.BadParameter(f"--policy must be fairshare or priority, got {policy!r}")
@@ -238,8 +238,8 @@ def worker(gpus: str = typer.Option("auto", help="GPU slots: a number (CPU slots
            workspace: Optional[Path] = DirOption) -> None:
     """Run a worker: executes jobs and registers this host's GPU slots."""
     from .cluster import _reachable
-    from .config import Settings
-    from .worker import run_worker
+    from ..core.config import Settings
+    from ..execution.worker import run_worker
 
     settings = Settings.load(workspace)
     _reachable(settings)
@@ -260,8 +260,8 @@ def scheduler(policy: Optional[str] = typer.Option(None, help="fairshare or prio
               workspace: Optional[Path] = DirOption) -> None:
     """Run the scheduler (a second one waits as standby)."""
     from .cluster import _reachable
-    from .config import Settings
-    from .scheduler import run_scheduler
+    from ..core.config import Settings
+    from ..control.scheduler import run_scheduler
 
     if policy is not None and policy not in ("fairshare", "priority"):
         raise typer.BadParameter(f"--policy must be fairshare or priority, got {policy!r}")
@@ -301,8 +301,8 @@ def sweep(notebook: str = typer.Argument(..., help="notebook path"),
           kernel: Optional[str] = typer.Option(None, "--kernel"),
           workspace: Optional[Path] = DirOption) -> None:
     """Run a hyperparameter sweep: every trial is a job; prints the sweep id."""
-    from .config import Settings
-    from .sweeps import prepare
+    from ..core.config import Settings
+    from ..control.sweeps import prepare
 
     options = {"name": name, "min_gpus": min_gpus, "max_gpus": max_gpus, "priority": priority,
                "timeout": timeout, "kernel": kernel}
@@ -339,8 +339,8 @@ app.add_typer(model_app, name="model")
 def model_register(job_id: str = typer.Argument(..., metavar="JOB"), name: str = typer.Argument(..., metavar="NAME"),
                    as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
     """Register the model a job saved (runs/JOB/model/) as the next version of NAME; prints NAME:VERSION."""
-    from .config import Settings
-    from .registry import register_model
+    from ..core.config import Settings
+    from ..serving.registry import register_model
 
     entry = register_model(Settings.load(workspace), job_id, name)
     _print_json(entry) if as_json else print(f"{entry['name']}:{entry['version']}")
@@ -349,8 +349,8 @@ def model_register(job_id: str = typer.Argument(..., metavar="JOB"), name: str =
 @model_app.command("list")
 def model_list(as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
     """List registered models and their versions."""
-    from .config import Settings
-    from .registry import list_models
+    from ..core.config import Settings
+    from ..serving.registry import list_models
 
     models = list_models(Settings.load(workspace))
     if as_json:
@@ -372,7 +372,7 @@ def serve(model: str = typer.Argument(..., metavar="NAME[:VERSION]"),
           host: str = typer.Option("127.0.0.1", "--host"),
           workspace: Optional[Path] = DirOption) -> None:
     """Serve a registered model over HTTP: POST /predict {"inputs": [[...]]}, GET /health."""
-    from .serve import make_server
+    from ..serving.serve import make_server
 
     server = make_server(model, port, workspace, host=host, quiet=False)
     stop = threading.Event()

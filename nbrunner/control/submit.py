@@ -16,10 +16,10 @@ from typing import Any
 
 import nbformat
 
-from .config import Settings
-from .errors import Conflict, InvalidRequest
-from .models import PRIORITY_MAX, PRIORITY_MIN, JobRecord, JobRequest, utcnow
-from .store import JobStore
+from ..core.config import Settings
+from ..core.errors import Conflict, InvalidRequest
+from ..core.models import PRIORITY_MAX, PRIORITY_MIN, JobRecord, JobRequest, utcnow
+from ..core.store import JobStore
 
 ID_ALPHABET = string.ascii_lowercase + string.digits
 MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024

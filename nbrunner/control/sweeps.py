@@ -61,11 +61,11 @@ from typing import Any, Iterable
 import redis
 from pydantic import BaseModel, Field
 
-from . import service
-from .config import Settings
-from .errors import Conflict, InvalidRequest, NbrunnerError, NotFound
-from .models import JobRecord, JobRequest, utcnow
-from .store import PREFIX, JobStore, job_key
+from . import submit
+from ..core.config import Settings
+from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound
+from ..core.models import JobRecord, JobRequest, utcnow
+from ..core.store import PREFIX, JobStore, job_key
 
 log = logging.getLogger("nbrunner.sweeps")
 
@@ -448,11 +448,11 @@ def prepare(settings: Settings, notebook: str | os.PathLike, spec: Any, *, base:
         if key not in JOB_OPTIONS:
             raise InvalidRequest(f"unknown field {key!r}")
     JobRequest.parse({"notebook": str(notebook), **options})  # options alone, with one-line errors
-    path = service.resolve_notebook(settings, str(notebook), base)
-    shown = service.relative_to_workspace(settings, path)
-    nb = service.read_notebook(path, shown)
+    path = submit.resolve_notebook(settings, str(notebook), base)
+    shown = submit.relative_to_workspace(settings, path)
+    nb = submit.read_notebook(path, shown)
     if options.get("kernel"):
-        service.check_kernel(options["kernel"])
+        submit.check_kernel(options["kernel"])
     declared = _notebook_parameters(path)
     for i, params in enumerate(trials):
         if declared:
@@ -475,9 +475,9 @@ def create_sweep(store: JobStore, settings: Settings, notebook: str | os.PathLik
 
     parsed, trials, path, nb, options = prepare(settings, notebook, spec, base=base, allow_file=allow_file,
                                                 options=options)
-    shown = service.relative_to_workspace(settings, path)
+    shown = submit.relative_to_workspace(settings, path)
     for _ in range(10):
-        sweep_id = service.new_id()
+        sweep_id = submit.new_id()
         if store.r.zscore(SWEEPS, sweep_id) is None and not store.r.exists(sweep_key(sweep_id)):
             break
     rec = SweepRecord(id=sweep_id, notebook=shown, name=options.pop("name", None) or path.stem,
@@ -627,7 +627,7 @@ def _submit_trial(store: JobStore, settings: Settings, rec: SweepRecord, index: 
     request = {"notebook": str(settings.workspace / rec.notebook), "parameters": trial.parameters,
                "name": trial_name(rec, index), "sweep": rec.id, **rec.options}
     try:
-        job = service.submit(store, settings, request, owner=rec.owner)
+        job = submit.submit(store, settings, request, owner=rec.owner)
     except NbrunnerError as exc:  # e.g. the notebook was deleted meanwhile: this trial cannot run
         trial.state = "skipped"
         trial.error = str(exc)
@@ -745,7 +745,7 @@ def stop_trial(store: JobStore, job_id: str, rung: int, metric: str | None = Non
     ``nbrunner.record`` writes the file before the record, and a record update arriving after
     the cancel is dropped, so the record could miss the very value the decision was made on."""
     try:
-        service.cancel(store, job_id)
+        submit.cancel(store, job_id)
     except Conflict:  # it finished meanwhile
         return
     message = f"stopped early at rung {rung}"
@@ -817,7 +817,7 @@ def cancel_sweep(store: JobStore, sweep_id: str) -> SweepRecord:
         for job in _jobs(store, rec.job_ids()).values():
             if not job.finished:
                 try:
-                    service.cancel(store, job.id)
+                    submit.cancel(store, job.id)
                 except Conflict:
                     pass
         rec.status, rec.finished_at = "cancelled", utcnow()
@@ -860,7 +860,7 @@ class Sweep:
     @property
     def jobs(self) -> list:
         """The trial jobs submitted so far, in trial order (refreshed on every access)."""
-        from .cluster import Job
+        from ..client.cluster import Job
 
         self.refresh()
         records = _jobs(self.cluster.store, self.record.job_ids())

@@ -18,7 +18,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .errors import NbrunnerError
+from ..core.errors import NbrunnerError
 
 MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux
 

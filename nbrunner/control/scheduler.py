@@ -27,15 +27,15 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob
 
 from . import grants
-from .allocate import allocate
-from .config import Settings
-from .execute import JOB_GRACE_S
+from ..core.allocate import allocate
+from ..core.config import Settings
+from ..execution.execute import JOB_GRACE_S
 from .grants import Slot
-from .models import JobRecord, parse_time, utcnow
+from ..core.models import JobRecord, parse_time, utcnow
 from .queues import DEFAULT_QUEUE, host_queue, queue, rq_connection, rq_job_id
-from .store import ACTIVE, PREFIX, JobStore
+from ..core.store import ACTIVE, PREFIX, JobStore
 from .sweeps import advance_sweeps
-from .worker import WORKERS, worker_key
+from ..execution.worker import WORKERS, worker_key
 
 LEASE = PREFIX + "scheduler"
 POLICY = PREFIX + "policy"
@@ -441,7 +441,7 @@ class Scheduler:
         grants.sync_record(self.store, rec.id)
         timeout = -1 if not new.timeout else int(new.timeout + JOB_GRACE_S)
         queue(self.store, host_queue(host) if host else DEFAULT_QUEUE).enqueue_call(
-            "nbrunner.execute.run_job", args=(new.id, new.attempt), job_id=rq_job_id(new.id, new.attempt),
+            "nbrunner.execution.execute.run_job", args=(new.id, new.attempt), job_id=rq_job_id(new.id, new.attempt),
             timeout=timeout, result_ttl=3600, failure_ttl=24 * 3600, description=f"nbrunner job {new.id}",
         )
 

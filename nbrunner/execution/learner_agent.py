@@ -19,8 +19,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Optional
 
-from .grants import GrantClient
-from .store import PREFIX, JobStore
+from ..control.grants import GrantClient
+from ..core.store import PREFIX, JobStore
 
 log = logging.getLogger("nbrunner.learners")
 STATUS_TTL_S = 3600
@@ -53,7 +53,7 @@ class ClusterSlots:
     """
 
     def __init__(self, job_id: str, max_gpus: Optional[int] = None, min_gpus: int = 1):
-        from .elastic.slots import Slot
+        from ..elastic.slots import Slot
 
         self._Slot = Slot
         self.client = GrantClient(job_id)
@@ -68,7 +68,7 @@ class ClusterSlots:
         self.launcher = ClusterLauncher(self.store)
 
     def _devices(self) -> dict[str, str]:
-        from .scheduler import live_capacity
+        from ..control.scheduler import live_capacity
 
         return {w["host"]: w.get("device", "cpu") for w in live_capacity(self.store).workers.values()}
 
@@ -119,8 +119,8 @@ class ClusterSlots:
 def cluster_slot_source(max_gpus: Optional[int] = None, min_gpus: int = 1, job_id: Optional[str] = None):
     """The factory ElasticTrainer calls inside a job (``NBRUNNER_SLOT_SOURCE``).  A job submitted
     without GPUs (max 0) trains with one local CPU learner, as outside the cluster."""
-    from .elastic.slots import LocalSlots
-    from .runtime import _job_store
+    from ..elastic.slots import LocalSlots
+    from ..control.runtime import _job_store
 
     job_id = job_id or os.environ["NBRUNNER_JOB_ID"]
     if _job_store().get(job_id).max_gpus == 0:
@@ -135,7 +135,7 @@ class ClusterLauncher:
     supports_standby = False  # a learner's host is known only with its slot
 
     def __init__(self, store: JobStore):
-        from .elastic.launcher import LocalLauncher
+        from ..elastic.launcher import LocalLauncher
 
         self.store = store
         self.local = LocalLauncher()
@@ -166,7 +166,7 @@ class RemoteLearner:
 
     @classmethod
     def start(cls, store: JobStore, spec, timeout: float = START_TIMEOUT_S) -> "RemoteLearner":
-        from .elastic.launcher import learner_command
+        from ..elastic.launcher import learner_command
 
         handle = cls(store, f"{spec.learner_id}-{uuid.uuid4().hex[:8]}", time.monotonic() + timeout)
         env = {k: str(v) for k, v in spec.env.items()}

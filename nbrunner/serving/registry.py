@@ -22,9 +22,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
-from .errors import InvalidRequest, NotFound
-from .models import utcnow
+from ..core.config import Settings
+from ..core.errors import InvalidRequest, NotFound
+from ..core.models import utcnow
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 JOB_RE = re.compile(r"^[a-z0-9]{1,32}$")
@@ -56,8 +56,8 @@ def save_model(model: Any, path: str | os.PathLike | None = None, *, input_shape
     directory."""
     import torch.nn as nn
 
-    from . import runtime
-    from .elastic import model_io
+    from ..control import runtime
+    from ..elastic import model_io
 
     if not isinstance(model, nn.Module):
         raise TypeError(f"save_model expects a torch.nn.Module, got {type(model).__name__}")
@@ -83,7 +83,7 @@ def save_model(model: Any, path: str | os.PathLike | None = None, *, input_shape
 
 def load_model(path: str | os.PathLike):
     """Load a model directory written by :func:`save_model` or ElasticTrainer (eval mode)."""
-    from .elastic import model_io
+    from ..elastic import model_io
 
     d = Path(path)
     if not (d / "model.pkl").is_file() and not (d.is_file() and d.name == "model.pkl"):

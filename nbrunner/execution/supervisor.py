@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import Settings
+from ..core.config import Settings
 from .redis_server import EmbeddedRedis
 
 RESTART_CHECK_S = 0.5

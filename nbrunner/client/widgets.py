@@ -27,8 +27,8 @@ from typing import Any, Callable
 import ipywidgets as widgets
 
 from .cluster import Cluster, Job, default_cluster
-from .errors import NbrunnerError
-from .models import FINISHED, PRIORITY_MAX, PRIORITY_MIN, JobRecord, parse_time
+from ..core.errors import NbrunnerError
+from ..core.models import FINISHED, PRIORITY_MAX, PRIORITY_MIN, JobRecord, parse_time
 from .render import duration, latest_metric, totals_line
 
 STATUS_COLORS = {"queued": "#b26b00", "running": "#1565c0", "completed": "#2e7d32", "failed": "#c62828",
