@@ -8,10 +8,11 @@ import time
 
 from nbrunner.elastic.launcher import LearnerSpec
 from nbrunner.elastic.slots import Slot
-from nbrunner.execution.learner_agent import LearnerAgent, RemoteLearner, request_queue, status_key
+from nbrunner.core.keys import learner_requests, learner_status, worker_key
+from nbrunner.elastic.cluster_slots import RemoteLearner
+from nbrunner.execution.learner_agent import LearnerAgent
 from nbrunner.execution.redis_server import EmbeddedRedis
 from nbrunner.core.store import JobStore
-from nbrunner.execution.worker import worker_key
 
 from support import wait_for
 
@@ -29,10 +30,10 @@ def test_an_unclaimed_learner_request_is_cancelled_and_never_started(workspace):
         assert time.monotonic() - t < 0.5  # the request is queued, nobody waited for hostC
         assert handle.poll() is None and handle.worker is None
         assert wait_for(lambda: handle.poll(), 5, 0.05, "the request to time out") == -int(signal.SIGKILL)
-        assert json.loads(store.r.get(status_key(handle.learner)))["cancelled"] is True
+        assert json.loads(store.r.get(learner_status(handle.learner)))["cancelled"] is True
         # hostC's worker comes back and takes the stale request: it must not start the learner
         agent = LearnerAgent(store, "hostC", "worker-c")
-        agent._start(json.loads(store.r.lpop(request_queue("hostC"))), None)
+        agent._start(json.loads(store.r.lpop(learner_requests("hostC"))), None)
         assert agent.procs == {}
         handle.kill()  # nothing to signal, and no error
     finally:
@@ -45,7 +46,7 @@ def test_a_claimed_learner_runs_and_is_signalled_through_its_worker(workspace):
     try:
         store = JobStore.from_url(redis.url)
         handle = RemoteLearner.start(store, spec("L6", "hostB"), timeout=30.0)
-        msg = json.loads(store.r.lpop(request_queue("hostB")))
+        msg = json.loads(store.r.lpop(learner_requests("hostB")))
         msg["argv"] = ["-c", "import time; time.sleep(60)"]  # stands in for the learner's command line
         agent = LearnerAgent(store, "hostB", "worker-b")
         store.r.set(worker_key("worker-b"), "{}")  # the worker's heartbeat

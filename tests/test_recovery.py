@@ -7,7 +7,7 @@ import signal
 import time
 
 import nbrunner
-from nbrunner.control.scheduler import live_capacity
+from nbrunner.control.registration import live_capacity
 
 from support import make_notebook, wait_for
 

@@ -12,7 +12,7 @@ import pytest
 
 import nbrunner
 from nbrunner.control import grants
-from nbrunner.control.scheduler import LEASE
+from nbrunner.core.keys import LEASE
 
 from support import make_notebook, no_slot_ever_held_twice, wait_for
 
@@ -39,7 +39,7 @@ while not pathlib.Path(STOP).exists():
 # way a trainer busy starting learners would miss a short-lived change), then closes while the
 # notebook goes on.
 SOURCE = """import pathlib, time
-from nbrunner.execution.learner_agent import cluster_slot_source
+from nbrunner.elastic.cluster_slots import cluster_slot_source
 source = cluster_slot_source()
 source.start(1, 4)
 while not pathlib.Path(STOP).exists():
@@ -98,7 +98,7 @@ def test_lost_worker_slots_leave_and_come_back(workspace):
     with nbrunner.setup_cluster(gpus=4, workers=2, workspace=workspace) as cluster:
         a = cluster.submit("follow.ipynb", min_gpus=1, max_gpus=4)
         wait_for(lambda: gpus(a) == 4 and a.record.status == "running", 60, what="A to hold 4")
-        from nbrunner.control.scheduler import live_capacity
+        from nbrunner.control.registration import live_capacity
 
         other = [w for w in live_capacity(cluster.store).workers.values() if w["name"] != a.record.worker][0]
         child = next(c for c in cluster.supervisor.children if c.proc and c.proc.pid == other["pid"])
@@ -144,7 +144,7 @@ def test_priority_policy_cluster_reports_policy(workspace):
 
 
 def test_admission_never_refuses_a_job_that_needs_no_gpu():
-    from nbrunner.control.scheduler import admitted
+    from nbrunner.core.placement import admitted
 
     demands = [{"id": "big", "min_gpus": 2, "max_gpus": 2, "priority": 5000, "submitted_at": 1, "running": False},
                {"id": "small", "min_gpus": 1, "max_gpus": 1, "priority": 5000, "submitted_at": 2, "running": False},

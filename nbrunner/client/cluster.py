@@ -1,7 +1,6 @@
 """The Python face of nbrunner: :func:`setup_cluster`, :func:`connect`, :class:`Cluster`, :class:`Job`."""
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -11,8 +10,10 @@ import nbformat
 import redis
 
 from ..control import grants, submit
+from ..control.registration import live_capacity
 from ..core.config import Settings, redact
 from ..core.errors import NoCluster, NotFound
+from ..core.keys import LEASE, POLICY
 from ..core.models import FINISHED, JobRecord
 from ..execution.redis_server import ping
 from ..core.store import JobStore
@@ -157,8 +158,6 @@ class Cluster:
 
     def status(self) -> dict[str, Any]:
         """Hosts, slots and who holds each, free GPUs and policy (the ``GET /cluster`` object)."""
-        from ..control.scheduler import POLICY, live_capacity
-
         cap = live_capacity(self.store)
         held = grants.holdings(self.store.r)
         hosts = []
@@ -186,8 +185,6 @@ class Cluster:
 
     def wait_ready(self, workers: int = 1, timeout: float = 30.0) -> None:
         """Block until a scheduler is active and ``workers`` workers are registered."""
-        from ..control.scheduler import LEASE, live_capacity
-
         deadline = time.monotonic() + timeout
         while len(live_capacity(self.store).workers) < workers or not self.store.r.exists(LEASE):
             if time.monotonic() > deadline:
@@ -224,8 +221,6 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
     settings = Settings.load(workspace)
     try:
         store = _reachable(settings)
-        from ..control.scheduler import LEASE
-
         if store.r.exists(LEASE):
             cluster = Cluster(settings, store)
             _default = cluster

@@ -20,13 +20,13 @@ from typing import Iterable
 
 import redis
 
+from ..core.keys import PREFIX
 from ..core.models import utcnow
-from ..core.store import PREFIX, JobStore
+from ..core.placement import Slot
+from ..core.store import JobStore
 
 HOLDINGS = PREFIX + "slots"
 SLOTLOG = PREFIX + "slotlog"
-
-Slot = tuple[str, int]
 
 
 def slot_name(slot: Slot) -> str:

@@ -30,7 +30,8 @@ def job_dir() -> Path | None:
     return Path(d) if d else None
 
 
-def _job_store():
+def job_store():
+    """The running job's store (one per process), from ``NBRUNNER_REDIS_URL``."""
     global _store
     if _store is None:
         from ..core.store import JobStore
@@ -64,7 +65,7 @@ def report(progress: float | None = None, metrics: dict[str, Any] | None = None,
         import redis
 
         try:
-            _job_store().update_progress(jid, progress=progress, metrics=metrics)
+            job_store().update_progress(jid, progress=progress, metrics=metrics)
         except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
             pass  # Redis is restarting: metrics.jsonl has the line; the next report updates the record
 

@@ -7,13 +7,12 @@ join or leave) and at least every ``interval`` seconds:
 
 1. capacity: the slots that live workers registered;
 2. recovery: jobs whose worker stopped heart-beating are re-queued (or failed);
-3. allocation: :func:`nbrunner.allocate.allocate` on the active jobs' demands;
+3. allocation: :func:`nbrunner.core.allocate.allocate` on the active jobs' demands;
 4. grants: shrinks are published and wait for the job's release; freed slots go to jobs
    below their share; admitted queued jobs are placed on concrete slots and handed to rq.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -21,24 +20,21 @@ import socket
 import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
 
 from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob
 
-from . import grants
 from ..core.allocate import allocate
-from ..core.config import Settings
-from ..execution.execute import JOB_GRACE_S
-from .grants import Slot
+from ..core.config import JOB_GRACE_S, Settings
+from ..core.keys import ACTIVE, LEASE, POLICY
 from ..core.models import JobRecord, parse_time, utcnow
+from ..core.placement import Slot, admitted, demand_of, keep, pick, pick_one_host
+from ..core.store import JobStore
+from . import grants
 from .queues import DEFAULT_QUEUE, host_queue, queue, rq_connection, rq_job_id
-from ..core.store import ACTIVE, PREFIX, JobStore
+from .registration import Capacity, live_capacity
 from .sweeps import advance_sweeps
-from ..execution.worker import WORKERS, worker_key
 
-LEASE = PREFIX + "scheduler"
-POLICY = PREFIX + "policy"
 LEASE_TTL = float(os.environ.get("NBRUNNER_LEASE_TTL", "5"))
 STRANDED_AFTER_S = 10.0  # a dispatched rq job "queued" in no queue this long was dropped by its worker
 log = logging.getLogger("nbrunner.scheduler")
@@ -49,74 +45,6 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
-
-
-@dataclass
-class Capacity:
-    """Live workers and the slots they registered, per host."""
-
-    workers: dict[str, dict] = field(default_factory=dict)
-    hosts: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
-
-    @property
-    def slots(self) -> set[Slot]:
-        return {(h, i) for h, idx in self.hosts.items() for i in idx}
-
-    def host_alive(self, host: str) -> bool:
-        return any(w["host"] == host for w in self.workers.values())
-
-
-def live_capacity(store: JobStore) -> Capacity:
-    names = sorted(store.r.smembers(WORKERS))
-    cap = Capacity()
-    if not names:
-        return cap
-    raws = store.r.mget([worker_key(n) for n in names])
-    gone = []
-    for name, raw in zip(names, raws):
-        if raw is None:
-            gone.append(name)
-            continue
-        w = json.loads(raw)
-        cap.workers[name] = w
-        cap.hosts[w["host"]].update(w["slots"])
-    if gone:
-        store.r.srem(WORKERS, *gone)
-    return cap
-
-
-def demand_of(rec: JobRecord) -> dict:
-    """The allocator's view of a job: elastic jobs range over [min, max]; others are gangs."""
-    running = rec.status == "running" or rec.dispatched
-    if rec.elastic and running and rec.training_over:
-        lo = hi = 0
-    elif rec.elastic:
-        lo, hi = rec.min_gpus, rec.max_gpus
-    elif running:
-        lo = hi = len(rec.slots)
-    else:
-        lo = hi = rec.max_gpus
-    return {"id": rec.id, "min_gpus": lo, "max_gpus": hi, "priority": rec.priority,
-            "submitted_at": parse_time(rec.created_at).timestamp(), "running": running}
-
-
-def admitted(total: int, demands: list[dict], policy: str) -> set[str]:
-    """The ids admitted by DESIGN 4's walk (running first, no backfill; max 0 always fits)."""
-    if policy == "priority":
-        key = lambda d: (not d["running"], -d["priority"], d["submitted_at"], d["id"])  # noqa: E731
-    else:
-        key = lambda d: (not d["running"], d["submitted_at"], d["id"])  # noqa: E731
-    out, used, blocked = set(), 0, False
-    for d in sorted(demands, key=key):
-        if d["max_gpus"] == 0:  # never refused for lack of a GPU, even behind a blocked job
-            out.add(d["id"])
-            continue
-        if blocked or used + d["min_gpus"] > total:
-            blocked = True
-            continue
-        used += d["min_gpus"]
-        out.add(d["id"])
-    return out
 
 
 class Scheduler:
@@ -324,7 +252,7 @@ class Scheduler:
                 target = grants.read_grant(self.r, rec.id)["slots"]
                 want = shares.get(rec.id, 0)
                 if len(target) > want:
-                    keep = self._keep(rec, [tuple(s) for s in target], want)
+                    keep = keep([tuple(s) for s in target], want, rec.host)
                     grants.write_grant(self.r, rec.id, keep)
         positions = 0
         for rec in order:
@@ -334,7 +262,7 @@ class Scheduler:
                 if rec.elastic:
                     have = sorted(tuple(s) for s in grants.read_grant(self.r, rec.id)["slots"])
                     if len(have) < share and free:
-                        extra = self._pick(free, share - len(have), prefer=[h for h, _ in have])
+                        extra = pick(free, share - len(have), prefer=[h for h, _ in have])
                         taken = [s for s in extra if grants.take(self.r, rec.id, s)]
                         free -= set(taken)
                         if taken:
@@ -350,13 +278,13 @@ class Scheduler:
                 continue
             need = share if not rec.elastic else max(rec.min_gpus, 1 if share else 0)
             if rec.elastic:
-                slots = self._pick(free, min(share, len(free)), prefer=[])
+                slots = pick(free, min(share, len(free)), prefer=[])
                 if len(slots) < max(rec.min_gpus, 1 if share else 0):
                     positions += 1
                     self._set_position(rec, positions)
                     continue
             else:
-                slots = self._pick_one_host(free, cap, need)
+                slots = pick_one_host(free, need)
                 if slots is None:
                     positions += 1
                     self._set_position(rec, positions)
@@ -377,44 +305,6 @@ class Scheduler:
                 return True
 
             self.store.update(rec.id, change)
-
-    @staticmethod
-    def _keep(rec: JobRecord, target: list[Slot], want: int) -> list[Slot]:
-        """Which slots a shrinking job keeps: its driver's host first, then its largest hosts."""
-        count = defaultdict(int)
-        for h, _ in target:
-            count[h] += 1
-        ranked = sorted(target, key=lambda s: (s[0] != rec.host, -count[s[0]], s[0], s[1]))
-        return sorted(ranked[:want])
-
-    @staticmethod
-    def _pick(free: set[Slot], n: int, prefer: list[str]) -> list[Slot]:
-        """``n`` free slots on as few hosts as possible, hosts in ``prefer`` first."""
-        if n <= 0:
-            return []
-        per_host = defaultdict(list)
-        for h, i in free:
-            per_host[h].append(i)
-        hosts = sorted(per_host, key=lambda h: (h not in prefer, -len(per_host[h]), h))
-        out: list[Slot] = []
-        for h in hosts:
-            for i in sorted(per_host[h]):
-                if len(out) == n:
-                    return out
-                out.append((h, i))
-        return out
-
-    @staticmethod
-    def _pick_one_host(free: set[Slot], cap: Capacity, n: int) -> list[Slot] | None:
-        """``n`` free slots on one host (the tightest fit), or None."""
-        per_host = defaultdict(list)
-        for h, i in free:
-            per_host[h].append(i)
-        fits = [h for h in per_host if len(per_host[h]) >= n]
-        if not fits:
-            return None
-        h = min(fits, key=lambda h: (len(per_host[h]), h))
-        return [(h, i) for i in sorted(per_host[h])[:n]]
 
     def dispatch(self, rec: JobRecord, slots: list[Slot]) -> None:
         """Hand a job to rq on the host of its slots (any worker when it holds none)."""

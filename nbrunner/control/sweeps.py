@@ -65,7 +65,8 @@ from . import submit
 from ..core.config import Settings
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound
 from ..core.models import JobRecord, JobRequest, utcnow
-from ..core.store import PREFIX, JobStore, job_key
+from ..core.keys import PREFIX, job_key
+from ..core.store import JobStore
 
 log = logging.getLogger("nbrunner.sweeps")
 

@@ -10,6 +10,7 @@ ENV_REDIS_URL = "NBRUNNER_REDIS_URL"
 ENV_STORAGE = "NBRUNNER_STORAGE"
 
 STATE_DIR = ".nbrunner"
+JOB_GRACE_S = 30  # rq kills a job's work horse this long after the job's own timeout
 
 
 @dataclass(frozen=True)

@@ -16,15 +16,9 @@ from .config import redact
 from .errors import NoCluster, NotFound
 from .models import JobRecord
 
-PREFIX = "nbrunner:"
-JOBS = PREFIX + "jobs"
-EVENTS = PREFIX + "events"
-ACTIVE = PREFIX + "active"  # jobs the scheduler still looks after
+from .keys import ACTIVE, EVENTS, JOBS, job_key
+
 EVENTS_MAXLEN = 20000
-
-
-def job_key(job_id: str) -> str:
-    return f"{PREFIX}job:{job_id}"
 
 
 def connect(url: str, **kwargs: Any) -> redis.Redis:

@@ -20,7 +20,6 @@ from ..control.runtime import ENV_JOB_DIR, ENV_JOB_ID
 from ..core.store import JobStore
 
 log = logging.getLogger("nbrunner.execute")
-JOB_GRACE_S = 30  # rq kills the work horse this long after the job's own timeout
 
 
 class JobTimeout(Exception):
@@ -176,7 +175,7 @@ def job_environment(settings: Settings, rec: JobRecord) -> dict[str, str]:
     env = {**settings.env(), ENV_JOB_ID: rec.id, ENV_JOB_DIR: str(settings.job_dir(rec.id))}
     gpus = [str(index) for host, index in rec.slots]
     env["NBRUNNER_GPUS"] = ",".join(gpus)
-    env["NBRUNNER_SLOT_SOURCE"] = "nbrunner.execution.learner_agent:cluster_slot_source"  # ElasticTrainer follows the grant
+    env["NBRUNNER_SLOT_SOURCE"] = "nbrunner.elastic.cluster_slots:cluster_slot_source"  # ElasticTrainer follows the grant
     if not rec.elastic:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
     return env

@@ -9,7 +9,6 @@ killed when the job ends.
 from __future__ import annotations
 
 import ctypes
-import json
 import logging
 import os
 import shutil
@@ -24,19 +23,13 @@ import psutil
 from rq import Worker
 
 from ..control import grants
+from ..control.queues import DEFAULT_QUEUE, host_queue, rq_connection
+from ..control.registration import HEARTBEAT_INTERVAL, heartbeat, unregister
 from ..core.config import Settings
 from ..core.models import JobRecord
-from ..control.queues import DEFAULT_QUEUE, host_queue, rq_connection
-from ..core.store import PREFIX, JobStore, connect
+from ..core.store import JobStore, connect
 
-WORKER_TTL = float(os.environ.get("NBRUNNER_WORKER_TTL", "15"))
-HEARTBEAT_INTERVAL = WORKER_TTL / 5
-WORKERS = PREFIX + "workers"
 log = logging.getLogger("nbrunner.worker")
-
-
-def worker_key(name: str) -> str:
-    return f"{PREFIX}worker:{name}"
 
 
 def detect_gpus() -> int:
@@ -99,10 +92,7 @@ class NbrunnerWorker(Worker):
                 "pid": os.getpid(), "job": self.current[0] if self.current else None, "time": time.time()}
 
     def beat(self) -> None:
-        with self.store.r.pipeline() as p:
-            p.set(worker_key(self.name), json.dumps(self.registration()), px=int(WORKER_TTL * 1000))
-            p.sadd(WORKERS, self.name)
-            p.execute()
+        heartbeat(self.store, self.name, self.registration())
 
     def _beat_loop(self) -> None:
         while not self._beat_stop.wait(HEARTBEAT_INTERVAL):
@@ -140,10 +130,7 @@ class NbrunnerWorker(Worker):
         if getattr(self, "agent", None) is not None:
             self.agent.stopping.set()
         try:
-            with self.store.r.pipeline() as p:
-                p.delete(worker_key(self.name))
-                p.srem(WORKERS, self.name)
-                p.execute()
+            unregister(self.store, self.name)
             self.store.emit("worker_left", worker=self.name, host=self.host)
         except Exception:
             pass

@@ -14,7 +14,8 @@ import psutil
 import pytest
 
 import nbrunner
-from nbrunner.control.scheduler import LEASE, live_capacity
+from nbrunner.control.registration import live_capacity
+from nbrunner.core.keys import LEASE
 
 from support import elastic_digits_notebook, make_notebook, no_slot_ever_held_twice, short_tmpdir, wait_for
 

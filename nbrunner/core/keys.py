@@ -1,0 +1,41 @@
+"""Every Redis key nbrunner writes, named once: jobs, the scheduler's lease, workers, learners.
+
+All keys live under ``nbrunner:`` so a shared Redis can hold other data.  The modules that
+read and write a key import its name from here; grants keep theirs in
+:mod:`nbrunner.control.grants`, the only module that touches them.
+"""
+from __future__ import annotations
+
+PREFIX = "nbrunner:"
+JOBS = PREFIX + "jobs"  # sorted set of job ids by creation time
+EVENTS = PREFIX + "events"  # stream of job and cluster events
+ACTIVE = PREFIX + "active"  # jobs the scheduler still looks after
+LEASE = PREFIX + "scheduler"  # the active scheduler's lease ("<host>.<pid>", with a TTL)
+POLICY = PREFIX + "policy"  # the allocation policy the active scheduler applies
+WORKERS = PREFIX + "workers"  # names of registered workers (each with a heartbeat key)
+LEARNER_STATUS_TTL_S = 3600  # how long a learner's status key outlives its last change
+
+
+def job_key(job_id: str) -> str:
+    """The JSON record of one job."""
+    return f"{PREFIX}job:{job_id}"
+
+
+def worker_key(name: str) -> str:
+    """A worker's registration (host, slots, device), kept alive by its heartbeat."""
+    return f"{PREFIX}worker:{name}"
+
+
+def learner_requests(host: str) -> str:
+    """The list of learner start requests for the workers of ``host``."""
+    return f"{PREFIX}learners:{host}"
+
+
+def agent_control(worker: str) -> str:
+    """The list of signals for the learners one worker started."""
+    return f"{PREFIX}agent:{worker}"
+
+
+def learner_status(learner: str) -> str:
+    """A remote learner's status: ``{"pid", "worker", "rc"}``."""
+    return f"{PREFIX}learner:{learner}"

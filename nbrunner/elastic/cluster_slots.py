@@ -1,0 +1,208 @@
+"""Learners on the cluster's slots: the slot source and launcher ElasticTrainer uses inside a job.
+
+:class:`ClusterSlots` follows the job's grant (:class:`nbrunner.control.grants.GrantClient`)
+and confirms releases; :class:`ClusterLauncher` starts a learner on the driver's host itself,
+or asks the worker of the slot's host to start it (the worker's
+:class:`nbrunner.execution.learner_agent.LearnerAgent` takes requests from
+``nbrunner:learners:<host>``).  Learners then join the job's rendezvous over TCP.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from typing import Optional
+
+from ..control import runtime
+from ..control.grants import GrantClient
+from ..control.registration import is_alive, live_capacity
+from ..core.keys import LEARNER_STATUS_TTL_S, agent_control, learner_requests, learner_status
+from ..core.store import JobStore
+from .launcher import LocalLauncher, learner_command
+from .slots import LocalSlots, Slot
+
+log = logging.getLogger("nbrunner.learners")
+START_TIMEOUT_S = 30.0  # a learner request no worker claimed by then is cancelled
+
+
+def host_addr() -> str:
+    """The address other hosts reach this host at (``NBRUNNER_HOST_ADDR``; loopback by default)."""
+    return os.environ.get("NBRUNNER_HOST_ADDR") or "127.0.0.1"
+
+
+class ClusterSlots:
+    """SlotSource for a job: the slots its grant lists, refreshed by a background thread.
+
+    A slot the grant gave and took back before the trainer saw it is released here (the
+    trainer releases the ones it saw); ``close()`` withdraws the job's demand and releases
+    everything it still holds.
+    """
+
+    def __init__(self, job_id: str, max_gpus: Optional[int] = None, min_gpus: int = 1):
+        self.client = GrantClient(job_id)
+        self.store = self.client.store
+        self.max_gpus = max_gpus
+        self._slots: list = []
+        self._reported: set = set()  # (host, index) of the held slots granted() returned
+        self._lock = threading.Lock()
+        self._gen = -1
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self.launcher = ClusterLauncher(self.store)
+
+    def _devices(self) -> dict[str, str]:
+        return {w["host"]: w.get("device", "cpu") for w in live_capacity(self.store).workers.values()}
+
+    def _refresh(self, gen: int, slots: list[tuple[str, int]]) -> None:
+        devices = self._devices()
+        new = [Slot(h, i, f"cuda:{i}" if devices.get(h) == "cuda" else None) for h, i in slots]
+        with self._lock:
+            self._slots = new
+            self._gen = gen
+            unseen = set(self.client.held()) - set(map(tuple, slots)) - self._reported
+        if unseen:
+            self.client.release(sorted(unseen))
+
+    def _follow(self) -> None:
+        while not self._stop.is_set():
+            try:
+                gen, slots = self.client.wait(self._gen, 1.0)
+                if gen != self._gen:
+                    self._refresh(gen, slots)
+            except Exception as exc:  # Redis restarting: keep the last grant
+                log.warning("grant refresh failed: %s", exc.__class__.__name__)
+                self._stop.wait(0.5)
+
+    def start(self, min_gpus: int, max_gpus: int) -> None:
+        self.client.declare()
+        self._refresh(*self.client.grant())
+        self._thread = threading.Thread(target=self._follow, name="nbrunner-grant", daemon=True)
+        self._thread.start()
+
+    def granted(self) -> list:
+        with self._lock:
+            self._reported.update((s.host, s.index) for s in self._slots)
+            return list(self._slots)
+
+    def released(self, slots: list) -> None:
+        gone = [(s.host, s.index) for s in slots]
+        with self._lock:
+            self._reported.difference_update(gone)  # held again later, it is new to the trainer
+        self.client.release(gone)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=3)
+        self.client.withdraw()
+
+
+def cluster_slot_source(max_gpus: Optional[int] = None, min_gpus: int = 1, job_id: Optional[str] = None):
+    """The factory ElasticTrainer calls inside a job (``NBRUNNER_SLOT_SOURCE``).  A job submitted
+    without GPUs (max 0) trains with one local CPU learner, as outside the cluster."""
+    job_id = job_id or os.environ["NBRUNNER_JOB_ID"]
+    if runtime.job_store().get(job_id).max_gpus == 0:
+        return LocalSlots(1, devices="cpu")
+    return ClusterSlots(job_id, max_gpus, min_gpus)
+
+
+class ClusterLauncher:
+    """Starts a learner on its slot's host: locally for the driver's host, else through that
+    host's worker."""
+
+    supports_standby = False  # a learner's host is known only with its slot
+
+    def __init__(self, store: JobStore):
+        self.store = store
+        self.local = LocalLauncher()
+        self.host = os.environ.get("NBRUNNER_HOST") or socket.gethostname()
+        self.master_addr = host_addr()
+
+    def launch(self, spec):
+        if spec.slot is None or spec.slot.host == self.host:
+            return self.local.launch(spec)
+        return RemoteLearner.start(self.store, spec)
+
+
+class RemoteLearner:
+    """A handle on a learner that a worker on another host runs.
+
+    Starting one never blocks the trainer: the request goes to the host's queue and the handle
+    reports the learner running once that host's worker claimed it.  A request nobody claims
+    within ``timeout`` seconds (the host is cut off, say) is cancelled by the same atomic claim,
+    so a worker that comes back later does not start it, and the learner counts as dead at start.
+    """
+
+    def __init__(self, store: JobStore, learner: str, deadline: float):
+        self.store = store
+        self.learner = learner
+        self.deadline = deadline
+        self.pid: Optional[int] = None
+        self.worker: Optional[str] = None
+
+    @classmethod
+    def start(cls, store: JobStore, spec, timeout: float = START_TIMEOUT_S) -> "RemoteLearner":
+        handle = cls(store, f"{spec.learner_id}-{uuid.uuid4().hex[:8]}", time.monotonic() + timeout)
+        env = {k: str(v) for k, v in spec.env.items()}
+        for key in ("NBRUNNER_JOB_ID", "NBRUNNER_JOB_DIR"):
+            if key in os.environ:
+                env[key] = os.environ[key]
+        env["CUDA_VISIBLE_DEVICES"] = str(spec.slot.gpu_index) if spec.slot.is_gpu else ""
+        request = {"learner": handle.learner, "argv": learner_command(spec)[1:], "env": env,
+                   "log": str(spec.log_path) if spec.log_path else None}
+        store.r.rpush(learner_requests(spec.slot.host), json.dumps(request))
+        return handle
+
+    def status(self) -> dict:
+        raw = self.store.r.get(learner_status(self.learner))
+        st = json.loads(raw) if raw else {}
+        if st.get("worker") and self.worker is None:
+            self.worker = st["worker"]
+        if st.get("pid") and self.pid is None:
+            self.pid = st["pid"]
+        return st
+
+    def _cancel(self) -> bool:
+        """Cancel the request if no worker claimed it yet (True), else learn who did."""
+        gone = json.dumps({"pid": None, "worker": None, "rc": -int(signal.SIGKILL), "cancelled": True})
+        if self.store.r.set(learner_status(self.learner), gone, nx=True, ex=LEARNER_STATUS_TTL_S):
+            return True
+        self.status()
+        return False
+
+    def poll(self) -> Optional[int]:
+        st = self.status()
+        if st.get("rc") is not None:
+            return st["rc"]
+        if self.worker is None:
+            if time.monotonic() > self.deadline and self._cancel():
+                return -int(signal.SIGKILL)
+            return None
+        if not is_alive(self.store, self.worker):
+            return -int(signal.SIGKILL)  # its host's worker is gone, and the learner with it
+        return None
+
+    def _signal(self, sig: int) -> None:
+        if self.worker is None and self._cancel():
+            return  # never started: nothing to signal
+        if self.worker:
+            self.store.r.rpush(agent_control(self.worker), json.dumps({"learner": self.learner, "signal": sig}))
+
+    def terminate(self) -> None:
+        self._signal(int(signal.SIGTERM))
+
+    def kill(self) -> None:
+        self._signal(int(signal.SIGKILL))
+
+    def wait(self, timeout: Optional[float] = None) -> Optional[int]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            rc = self.poll()
+            if rc is not None or (deadline is not None and time.monotonic() > deadline):
+                return rc
+            time.sleep(0.05)
