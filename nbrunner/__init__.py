@@ -13,7 +13,7 @@ _EXPORTS = {
     "connect": ".client.cluster",
     "print_jobs_summary": ".client.cluster",
     "Cluster": ".client.cluster",
-    "Job": ".client.cluster",
+    "Job": ".client.job",
     "record": ".control.runtime",
     "save_model": ".serving.registry",
     "NbrunnerError": ".core.errors",

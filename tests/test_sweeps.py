@@ -13,8 +13,10 @@ import pytest
 
 import nbrunner
 from nbrunner.core.errors import InvalidRequest, NotFound
-from nbrunner.control.sweeps import (ACTIVE_SWEEPS, MAX_TRIALS, count_trials, generate_trials, parse_spec, rung_decision,
-                             sweep_ids)
+from nbrunner.control.sweeps import ACTIVE_SWEEPS, sweep_ids
+from nbrunner.core.sweeps.asha import rung_decision
+from nbrunner.core.sweeps.spec import MAX_TRIALS, count_trials, parse_spec
+from nbrunner.core.sweeps.trials import generate_trials
 
 from support import make_notebook, short_tmpdir
 
@@ -264,7 +266,7 @@ def test_a_bad_sweep_creates_no_job(sweep_ws):
         assert words in str(info.value)
     assert len(cluster.jobs()) == before and len(sweep_ids(cluster.store)) == sweeps
     with pytest.raises(NotFound):
-        nbrunner.control.sweeps.Sweep(cluster, "nosuchsweep")
+        nbrunner.client.sweep.Sweep(cluster, "nosuchsweep")
 
 
 def test_early_stopping_cancels_the_worse_trials(sweep_ws):
@@ -296,7 +298,7 @@ def test_cli_sweep_submits_and_prints_json(sweep_ws):
     assert list(out) == ["id", "jobs", "leaderboard"] and len(out["jobs"]) == 2
     assert all(j["sweep"] == out["id"] and j["priority"] == 6000 for j in out["jobs"])
     assert [e["parameters"] for e in out["leaderboard"]] == generate_trials(parse_spec(ws / "cli.yaml"))
-    nbrunner.control.sweeps.Sweep(sweep_ws, out["id"]).wait(timeout=60)
+    nbrunner.client.sweep.Sweep(sweep_ws, out["id"]).wait(timeout=60)
 
 
 def test_advancing_from_several_processes_never_submits_a_trial_twice(sweep_ws):

@@ -189,7 +189,7 @@ def show(job_id: str = typer.Argument(..., metavar="JOB"), as_json: bool = typer
 def logs(job_id: str = typer.Argument(..., metavar="JOB"), follow: bool = typer.Option(False, "--follow", "-f"),
          workspace: Optional[Path] = DirOption) -> None:
     """Print a job's log; with --follow, until the job ends."""
-    from .cluster import read_log
+    from .job import read_log
 
     cluster = _cluster(workspace)
     job = cluster.job(job_id)

@@ -6,19 +6,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import redis
 
 from ..control import grants, submit
 from ..control.registration import live_capacity
 from ..core.config import Settings, redact
-from ..core.errors import NoCluster, NotFound
+from ..core.errors import NoCluster
 from ..core.keys import LEASE, POLICY
-from ..core.models import FINISHED, JobRecord
-from ..execution.redis_server import ping
 from ..core.store import JobStore
-
-_default: "Cluster | None" = None
+from ..execution.redis_server import ping
+from . import session
+from .job import Job
+from .sweep import Sweep, submit_sweep
 
 
 def _reachable(settings: Settings) -> JobStore:
@@ -34,92 +33,6 @@ def _reachable(settings: Settings) -> JobStore:
     except redis.AuthenticationError:
         raise NoCluster(f"Redis at {redact(settings.url)} refused the credentials") from None
     return store
-
-
-class Job:
-    """A handle on one job; attributes read the latest record (call :meth:`refresh`)."""
-
-    def __init__(self, cluster: "Cluster", record: JobRecord):
-        self.cluster = cluster
-        self.record = record
-
-    def __repr__(self) -> str:
-        return f"<Job {self.id} {self.record.name!r} {self.record.status}>"
-
-    @property
-    def id(self) -> str:
-        return self.record.id
-
-    def refresh(self) -> "Job":
-        self.record = self.cluster.store.get(self.id)
-        return self
-
-    @property
-    def status(self) -> str:
-        return self.refresh().record.status
-
-    @property
-    def error(self) -> str | None:
-        return self.refresh().record.error
-
-    @property
-    def metrics(self) -> dict[str, Any]:
-        return self.refresh().record.metrics
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.refresh().record.to_dict()
-
-    @property
-    def dir(self) -> Path:
-        return self.cluster.settings.job_dir(self.id)
-
-    def wait(self, timeout: float | None = None, poll: float = 0.2) -> "Job":
-        """Block until the job has finished; TimeoutError after ``timeout`` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.refresh().record.status not in FINISHED:
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"job {self.id} still {self.record.status} after {timeout} s")
-            time.sleep(poll)
-        return self
-
-    def logs(self, offset: int = 0) -> str:
-        """The job's log (what the notebook printed, and learners' logs) from ``offset``."""
-        return read_log(self.dir, offset)[0]
-
-    def output_notebook(self) -> nbformat.NotebookNode:
-        path = self.dir / "output.ipynb"
-        if not path.exists():
-            raise NotFound(f"job {self.id} has no output notebook yet")
-        return nbformat.read(str(path), as_version=4)
-
-    def cancel(self) -> "Job":
-        self.record = submit.cancel(self.cluster.store, self.id)
-        return self
-
-    def set_priority(self, priority: int) -> "Job":
-        self.record = submit.set_priority(self.cluster.store, self.id, priority)
-        return self
-
-    def timeline(self) -> list[dict]:
-        """GPUs held over time: ``[{"t", "gpus"}, ...]``."""
-        return grants.timeline(self.cluster.store.r, self.id)
-
-    def widget(self):
-        """An ipywidgets view of this job, updated live."""
-        from .widgets import JobWidget
-
-        return JobWidget(self)
-
-
-def read_log(job_dir: Path, offset: int = 0) -> tuple[str, int]:
-    """Text of ``logs/driver.log`` from byte ``offset``, and the offset after it."""
-    path = job_dir / "logs" / "driver.log"
-    if not path.exists():
-        return "", offset
-    with open(path, "rb") as f:
-        f.seek(max(0, offset))
-        data = f.read()
-    return data.decode("utf-8", errors="replace"), max(0, offset) + len(data)
 
 
 class Cluster:
@@ -178,9 +91,8 @@ class Cluster:
                 out.append({"id": rec.id, "name": rec.name, "points": points})
         return out
 
-    def sweep(self, notebook: str | os.PathLike, spec: Any, **kwargs: Any):
-        from ..control.sweeps import submit_sweep
-
+    def sweep(self, notebook: str | os.PathLike, spec: Any, **kwargs: Any) -> Sweep:
+        """Start a sweep of ``notebook`` over ``spec`` (see :mod:`nbrunner.core.sweeps.spec`)."""
         return submit_sweep(self, notebook, spec, **kwargs)
 
     def wait_ready(self, workers: int = 1, timeout: float = 30.0) -> None:
@@ -193,20 +105,17 @@ class Cluster:
 
     def shutdown(self) -> None:
         """Stop the processes this cluster started (nothing if it only attached)."""
-        global _default
         if self.supervisor is not None:
             self.supervisor.stop()
             self.supervisor = None
-        if _default is self:
-            _default = None
+        session.forget(self)
 
 
 def connect(workspace: str | os.PathLike | None = None) -> Cluster:
     """Attach to the cluster running in ``workspace`` (or ``NBRUNNER_REDIS_URL``)."""
-    global _default
     settings = Settings.load(workspace)
     cluster = Cluster(settings, _reachable(settings))
-    _default = _default or cluster
+    session.remember(cluster, replace=False)
     return cluster
 
 
@@ -217,13 +126,12 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
     Use as a context manager, or call ``.shutdown()``."""
     from ..execution.supervisor import Supervisor
 
-    global _default
     settings = Settings.load(workspace)
     try:
         store = _reachable(settings)
         if store.r.exists(LEASE):
             cluster = Cluster(settings, store)
-            _default = cluster
+            session.remember(cluster)
             return cluster
     except NoCluster:
         pass
@@ -243,12 +151,16 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
     except BaseException:
         sup.stop()
         raise
-    _default = cluster
+    session.remember(cluster)
     return cluster
 
 
 def default_cluster() -> Cluster:
-    return _default or connect()
+    """The cluster this process connected to or set up first, else a new connection."""
+    return session.default_cluster()
+
+
+session.connect_with(connect)
 
 
 def print_jobs_summary(cluster: Cluster | None = None, status: str | None = None) -> None:

@@ -22,14 +22,18 @@ import html
 import threading
 import time
 import weakref
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import ipywidgets as widgets
 
-from .cluster import Cluster, Job, default_cluster
 from ..core.errors import NbrunnerError
 from ..core.models import FINISHED, PRIORITY_MAX, PRIORITY_MIN, JobRecord, parse_time
 from .render import duration, latest_metric, totals_line
+from .session import default_cluster
+
+if TYPE_CHECKING:  # types only: the job handle opens these views, so they never import it
+    from .cluster import Cluster
+    from .job import Job
 
 STATUS_COLORS = {"queued": "#b26b00", "running": "#1565c0", "completed": "#2e7d32", "failed": "#c62828",
                  "cancelled": "#616161"}
@@ -279,7 +283,7 @@ class _JobRow:
         return [self.name, self.status, self.gpus, self.progress, self.priority, self.cancel, self.info, self.box]
 
     def job(self) -> Job:
-        return Job(self.owner.cluster, self.record)
+        return self.owner.cluster.job(self.record.id)
 
     def update(self, rec: JobRecord) -> None:
         """Show ``rec`` (called with the owner's lock held and ``_updating`` set)."""

@@ -26,7 +26,7 @@ from rq.job import Job as RqJob
 
 from ..core.allocate import allocate
 from ..core.config import JOB_GRACE_S, Settings
-from ..core.keys import ACTIVE, LEASE, POLICY
+from ..core.keys import ACTIVE, LEASE, POLICY, job_key
 from ..core.models import JobRecord, parse_time, utcnow
 from ..core.placement import Slot, admitted, demand_of, keep, pick, pick_one_host
 from ..core.store import JobStore
@@ -104,7 +104,7 @@ class Scheduler:
         if not ids:
             return []
         out = []
-        for jid, raw in zip(ids, self.r.mget([f"{PREFIX}job:{i}" for i in ids])):
+        for jid, raw in zip(ids, self.r.mget([job_key(i) for i in ids])):
             if raw is None:
                 self.r.srem(ACTIVE, jid)
                 continue
@@ -252,8 +252,8 @@ class Scheduler:
                 target = grants.read_grant(self.r, rec.id)["slots"]
                 want = shares.get(rec.id, 0)
                 if len(target) > want:
-                    keep = keep([tuple(s) for s in target], want, rec.host)
-                    grants.write_grant(self.r, rec.id, keep)
+                    kept = keep([tuple(s) for s in target], want, rec.host)
+                    grants.write_grant(self.r, rec.id, kept)
         positions = 0
         for rec in order:
             share = shares.get(rec.id, 0)

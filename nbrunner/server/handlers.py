@@ -11,7 +11,8 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from ..control import submit
-from ..client.cluster import Cluster, connect, read_log
+from ..client.cluster import Cluster, connect
+from ..client.job import read_log
 from ..core.errors import InvalidRequest, NbrunnerError, NotFound
 from ..core.models import JobRecord
 
@@ -215,14 +216,15 @@ class SweepsHandler(BaseHandler):
 
     @web.authenticated
     def get(self) -> None:
-        from ..control.sweeps import list_sweeps
+        from ..client.sweep import list_sweeps
 
         sweeps = [s for s in list_sweeps(self.cluster) if self.is_admin() or s.record.owner == self.user()]
         self.reply({"sweeps": [s.to_dict() for s in sweeps]})
 
     @web.authenticated
     def post(self) -> None:
-        from ..control.sweeps import JOB_OPTIONS, submit_sweep
+        from ..client.sweep import submit_sweep
+        from ..control.sweeps import JOB_OPTIONS
 
         data = self.body()
         for key in data:
@@ -245,7 +247,7 @@ class SweepHandler(BaseHandler):
     """``GET /sweeps/{id}`` -> ``{"id", "jobs", "leaderboard"}``, 404 unknown; ``DELETE`` cancels it."""
 
     def sweep(self, sweep_id: str):
-        from ..control.sweeps import Sweep
+        from ..client.sweep import Sweep
 
         sweep = Sweep(self.cluster, sweep_id)
         if not (self.is_admin() or sweep.record.owner == self.user()):
