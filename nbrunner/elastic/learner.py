@@ -34,15 +34,17 @@ import traceback
 import weakref
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import torch
 import torch.distributed as dist
 
+from .batches import Poller, batch_len, fetch, split_batch, to_device
 from .protocol import (
     FINAL, PAYLOAD, REQ, Plan, abort_key, arrive_key, epoch_permutation, plan_key, pg_prefix,
     post, split_bounds, step_seed,
 )
+from .state import Snapshot, broadcast_state, clone_state, copy_into
 
 _COMM_MARKERS = (
     "gloo", "nccl", "connection closed", "connection reset", "timed out", "timeout",
@@ -87,179 +89,6 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def fetch(ds, idx: torch.Tensor):
-    """The samples ``idx`` of ``ds`` as a collated batch."""
-    from torch.utils.data import Subset, TensorDataset, default_collate
-
-    if isinstance(ds, TensorDataset):
-        return tuple(t[idx] for t in ds.tensors)
-    if isinstance(ds, Subset) and isinstance(ds.dataset, TensorDataset):
-        inner = torch.as_tensor(ds.indices)[idx]
-        return tuple(t[inner] for t in ds.dataset.tensors)
-    return default_collate([ds[i] for i in idx.tolist()])
-
-
-def _split_batch(batch):
-    if isinstance(batch, (tuple, list)) and len(batch) == 2:
-        return batch[0], batch[1]
-    if isinstance(batch, dict) and {"x", "y"} <= set(batch):
-        return batch["x"], batch["y"]
-    raise TypeError("dataset items must be (input, target) pairs")
-
-
-def _to(obj, device):
-    if isinstance(obj, torch.Tensor):
-        return obj.to(device, non_blocking=True)
-    if isinstance(obj, (tuple, list)):
-        return type(obj)(_to(o, device) for o in obj)
-    if isinstance(obj, dict):
-        return {k: _to(v, device) for k, v in obj.items()}
-    return obj
-
-
-def _batch_len(x) -> int:
-    if isinstance(x, torch.Tensor):
-        return int(x.shape[0])
-    if isinstance(x, (tuple, list)):
-        return _batch_len(x[0])
-    if isinstance(x, dict):
-        return _batch_len(next(iter(x.values())))
-    return len(x)
-
-
-class _Poller(threading.Thread):
-    """Background thread with its own store connection: keeps ``req`` fresh and forwards
-    queued records to the driver, so the training loop never waits on the store."""
-
-    def __init__(self, addr: str, port: int, timeout: float, interval: float = 0.05):
-        super().__init__(daemon=True, name="nbrunner-poller")
-        self.store = dist.TCPStore(addr, port, is_master=False, timeout=timedelta(seconds=timeout))
-        self.req = 0
-        self.interval = interval
-        self.error: Optional[BaseException] = None
-        self._buf: list[dict] = []
-        self._urgent = False
-        self._lock = threading.Lock()
-        self._ev = threading.Event()
-        self._stopping = False
-        self._last_flush = 0.0
-
-    def push(self, rec: dict, urgent: bool = False) -> None:
-        with self._lock:
-            self._buf.append(rec)
-            self._urgent = self._urgent or urgent
-        if urgent:
-            self._ev.set()
-
-    def flush(self) -> None:
-        with self._lock:
-            buf, self._buf, self._urgent = self._buf, [], False
-        if buf:
-            post(self.store, buf)
-        self._last_flush = time.monotonic()
-
-    def run(self) -> None:
-        while not self._stopping:
-            self._ev.wait(self.interval)
-            self._ev.clear()
-            try:
-                self.req = self.store.add(REQ, 0)
-                if self._buf and (self._urgent or time.monotonic() - self._last_flush > 0.05):
-                    self.flush()
-            except Exception as e:  # driver gone
-                self.error = e
-                return
-
-    def close(self) -> None:
-        self._stopping = True
-        self._ev.set()
-        self.join(timeout=2)
-        if self.error is None:
-            try:
-                self.flush()
-            except Exception:
-                pass
-
-
-class _Snapshot:
-    __slots__ = ("step", "model", "opt", "ts")
-
-    def __init__(self, step, model, opt, ts):
-        self.step, self.model, self.opt, self.ts = step, model, opt, ts
-
-
-def _clone_state(obj, device=None):
-    if isinstance(obj, torch.Tensor):
-        t = obj.detach()
-        return t.to(device, copy=True) if device is not None else t.clone()
-    if isinstance(obj, dict):
-        return {k: _clone_state(v, device) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_clone_state(v, device) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(_clone_state(v, device) for v in obj)
-    return copy.deepcopy(obj)
-
-
-def _copy_into(dst, src) -> bool:
-    """Copy ``src`` into the same-shaped structure ``dst`` in place; False (and ``dst``
-    possibly partly written) when the structures differ."""
-    if isinstance(src, torch.Tensor):
-        if not isinstance(dst, torch.Tensor) or dst.shape != src.shape or dst.dtype != src.dtype \
-                or dst.device != src.device:
-            return False
-        dst.copy_(src.detach())
-        return True
-    if isinstance(src, dict):
-        if not isinstance(dst, dict) or dst.keys() != src.keys():
-            return False
-        for k, v in src.items():
-            if isinstance(v, (torch.Tensor, dict, list, tuple)):
-                if not _copy_into(dst[k], v):
-                    return False
-            elif dst[k] != v:
-                dst[k] = copy.deepcopy(v)
-        return True
-    if isinstance(src, (list, tuple)):
-        if not isinstance(dst, (list, tuple)) or len(dst) != len(src):
-            return False
-        for i, v in enumerate(src):
-            if isinstance(v, (torch.Tensor, dict, list, tuple)):
-                if not _copy_into(dst[i], v):
-                    return False
-            elif dst[i] != v:
-                if isinstance(dst, tuple):
-                    return False
-                dst[i] = copy.deepcopy(v)
-        return True
-    return False
-
-
-def _strip_tensors(obj, out: list):
-    if isinstance(obj, torch.Tensor):
-        out.append(obj)
-        return ("__tensor__", len(out) - 1)
-    if isinstance(obj, dict):
-        return {k: _strip_tensors(v, out) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_strip_tensors(v, out) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(_strip_tensors(v, out) for v in obj)
-    return obj
-
-
-def _fill_tensors(obj, tensors: list):
-    if isinstance(obj, tuple) and len(obj) == 2 and obj[0] == "__tensor__":
-        return tensors[obj[1]]
-    if isinstance(obj, dict):
-        return {k: _fill_tensors(v, tensors) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_fill_tensors(v, tensors) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(_fill_tensors(v, tensors) for v in obj)
-    return obj
-
-
 class Learner:
     def __init__(self, addr: str, port: int, lid: str):
         self.addr, self.port, self.lid = addr, port, lid
@@ -269,7 +98,7 @@ class Learner:
         self.was_active = False
         self.failed = False        # reported a failure since its last successful join
         self.clean = True          # live state is a consistent step-boundary state
-        self.snap: Optional[_Snapshot] = None
+        self.snap: Optional[Snapshot] = None
         self.t_last_step: Optional[float] = None
         self._perm_epoch = -1
         self._perm = None
@@ -299,7 +128,7 @@ class Learner:
         self.model, self.opt, self.loss_fn, get_datasets, self.metrics = payload["objects"]
         self.ts = payload["train_state"]
         self.timeout = float(cfg["timeout"])
-        self.poller = _Poller(self.addr, self.port, max(self.timeout, 30.0))
+        self.poller = Poller(self.addr, self.port, max(self.timeout, 30.0))
         self.poller.start()
         ds = get_datasets()
         if not isinstance(ds, (tuple, list)) or len(ds) != 2:
@@ -401,15 +230,15 @@ class Learner:
         when the structure is unchanged (a memcpy, no allocation)."""
         msd, osd = self.model.state_dict(), self.opt.state_dict()
         old = self.snap
-        if old is not None and _copy_into(old.model, msd) and _copy_into(old.opt, osd):
+        if old is not None and copy_into(old.model, msd) and copy_into(old.opt, osd):
             old.step, old.ts = self.ts["step"], copy.deepcopy(self.ts)
             return
-        self.snap = _Snapshot(self.ts["step"], _clone_state(msd), _clone_state(osd), copy.deepcopy(self.ts))
+        self.snap = Snapshot(self.ts["step"], clone_state(msd), clone_state(osd), copy.deepcopy(self.ts))
 
-    def restore(self, snap: _Snapshot) -> None:
+    def restore(self, snap: Snapshot) -> None:
         with torch.no_grad():
             self.model.load_state_dict(snap.model)
-        self.opt.load_state_dict(_clone_state(snap.opt))
+        self.opt.load_state_dict(clone_state(snap.opt))
         self.ts = copy.deepcopy(snap.ts)
 
     def load_checkpoint(self, path: str) -> None:
@@ -420,47 +249,10 @@ class Learner:
         self.ts = ck["train_state"]
 
     def broadcast_state(self, src: int, rank: int) -> None:
-        obj: list[Any] = [None]
-        tensors: list[torch.Tensor] = []
-        if rank == src:
-            sd = self.model.state_dict()
-            mkeys = list(sd.keys())
-            tensors.extend(sd[k] for k in mkeys)
-            nmodel = len(tensors)
-            ostate = _strip_tensors(self.opt.state_dict(), tensors)
-            obj[0] = {"ts": self.ts, "mkeys": mkeys, "nmodel": nmodel, "opt": ostate,
-                      "spec": [(t.dtype, tuple(t.shape)) for t in tensors]}
-        dev = self.device if self.device.type == "cuda" else None
-        dist.broadcast_object_list(obj, src=src, device=dev)
-        meta = obj[0]
-        spec = meta["spec"]
-        if rank != src:
+        received = broadcast_state(self.model, self.opt, self.ts, src, rank, self.device)
+        if received is not None:
             self.clean = False
-        # one flat buffer per dtype
-        by_dtype: dict = {}
-        for i, (dt, shape) in enumerate(spec):
-            by_dtype.setdefault(dt, []).append(i)
-        received: list[Optional[torch.Tensor]] = [None] * len(spec)
-        for dt, idxs in sorted(by_dtype.items(), key=lambda kv: str(kv[0])):
-            numels = [int(torch.Size(spec[i][1]).numel()) for i in idxs]
-            if rank == src:
-                flat = torch.cat([tensors[i].detach().reshape(-1).to(self.device) for i in idxs]) if idxs else None
-            else:
-                flat = torch.empty(sum(numels), dtype=dt, device=self.device)
-            dist.broadcast(flat, src=src)
-            if rank != src:
-                off = 0
-                for i, n in zip(idxs, numels):
-                    received[i] = flat[off:off + n].view(spec[i][1])
-                    off += n
-        if rank != src:
-            sd = self.model.state_dict()
-            with torch.no_grad():
-                for k, t in zip(meta["mkeys"], received[:meta["nmodel"]]):
-                    sd[k].copy_(t)
-            self.opt.load_state_dict(_fill_tensors(meta["opt"], [
-                t.clone() if t is not None else None for t in received]))
-            self.ts = meta["ts"]
+            self.ts = received
 
     # ---------------------------------------------------------------- generations
     def run(self) -> int:
@@ -633,8 +425,8 @@ class Learner:
             self._perm_epoch = epoch
         lo, hi = split_bounds(B, W, rank)
         idx = self._perm[pos * B + lo:pos * B + hi]
-        x, y = _split_batch(fetch(self.train_ds, idx))
-        x, y = _to(x, self.device), _to(y, self.device)
+        x, y = split_batch(fetch(self.train_ds, idx))
+        x, y = to_device(x, self.device), to_device(y, self.device)
         torch.manual_seed(step_seed(self.cfg["seed"], step, rank))
         self.clean = False
         self.opt.zero_grad(set_to_none=True)
@@ -679,10 +471,10 @@ class Learner:
         with torch.no_grad():
             for b in range(lo, hi, bs):
                 idx = torch.arange(b, min(b + bs, hi))
-                x, y = _split_batch(fetch(self.test_ds, idx))
-                x, y = _to(x, self.device), _to(y, self.device)
+                x, y = split_batch(fetch(self.test_ds, idx))
+                x, y = to_device(x, self.device), to_device(y, self.device)
                 out = model(x)
-                n = _batch_len(y)
+                n = batch_len(y)
                 sums[0] += float(self.loss_fn(out, y)) * n
                 sums[1] += n
                 if (isinstance(out, torch.Tensor) and out.dim() == 2 and out.shape[1] > 1 and isinstance(y, torch.Tensor)
@@ -723,8 +515,8 @@ class Learner:
         step = self.ts["step"]
         state = {
             "format": "nbrunner.elastic.checkpoint/1",
-            "model": _clone_state(self.model.state_dict(), "cpu"),
-            "optimizer": _clone_state(self.opt.state_dict(), "cpu"),
+            "model": clone_state(self.model.state_dict(), "cpu"),
+            "optimizer": clone_state(self.opt.state_dict(), "cpu"),
             "train_state": copy.deepcopy(self.ts),
             "epoch": epoch, "position": step % self.spe, "step": step,
             "rng": {"torch": torch.get_rng_state()},
@@ -758,8 +550,8 @@ class Learner:
             self._ckpt_thread.join()
         if rank == 0:
             buf = io.BytesIO()
-            torch.save({"model": _clone_state(self.model.state_dict(), "cpu"),
-                        "optimizer": _clone_state(self.opt.state_dict(), "cpu"),
+            torch.save({"model": clone_state(self.model.state_dict(), "cpu"),
+                        "optimizer": clone_state(self.opt.state_dict(), "cpu"),
                         "train_state": self.ts}, buf)
             self.store.set(FINAL, buf.getvalue())
             self.poller.push({"type": "final", "step": self.ts["step"]}, urgent=True)

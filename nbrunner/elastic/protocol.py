@@ -17,6 +17,11 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+class ElasticTrainingError(RuntimeError):
+    """Training could not continue (an exception in user code on a learner, no learner
+    could be started, too many failures)."""
+
+
 PAYLOAD = "payload"
 REQ = "req"
 LOG_N = "log/n"

@@ -139,7 +139,7 @@ class StuckLeaverLauncher(LocalLauncher):
 
 
 def test_a_learner_that_does_not_leave_is_stopped_and_its_slot_released(digits_npz, tmp_path):
-    from nbrunner.elastic.trainer import LEAVE_GRACE_S
+    from nbrunner.elastic.generations import LEAVE_GRACE_S
 
     gate = tmp_path / "slow"
     gate.touch()
