@@ -1,4 +1,4 @@
-"""Tests for nbrunner.core.allocate (DESIGN section 4)."""
+"""Tests for nbrunner.core.allocate, the pure allocation policy."""
 
 from __future__ import annotations
 
@@ -179,7 +179,7 @@ def admitted_of(total, demands, policy):
 
 
 def reference(total, demands, policy):
-    """Slow, exact (Fraction) version of DESIGN section 4, written independently."""
+    """Slow, exact (Fraction) version of the policy, written independently."""
     res = {d["id"]: 0 for d in demands}
     adm = admitted_of(total, demands, policy)
     if policy == "priority":

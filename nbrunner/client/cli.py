@@ -1,4 +1,4 @@
-"""The ``nbrunner`` command line (DESIGN section 6)."""
+"""The ``nbrunner`` command line (commands listed in the README)."""
 from __future__ import annotations
 
 import json

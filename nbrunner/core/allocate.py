@@ -1,10 +1,10 @@
-"""GPU allocation policy (DESIGN section 4): a pure function, no I/O.
+"""GPU allocation policy: a pure function, no I/O (see docs/architecture.md).
 
 ``allocate(total_gpus, demands, policy)`` maps every demand id to a whole number
 of GPUs. Demands are dicts ``{"id", "min_gpus", "max_gpus", "priority",
 "submitted_at"}`` plus an optional ``"running": bool`` (default False).
 
-Conventions (beyond DESIGN section 4):
+Conventions:
 
 * ``id`` is a ``str`` or an ``int``; all ids of one call must be of the same kind
   (they break ties in the order, so they must be comparable) and unique.

@@ -14,7 +14,7 @@ Status = Literal["queued", "running", "completed", "failed", "cancelled"]
 FINISHED = ("completed", "failed", "cancelled")
 PRIORITY_MIN, PRIORITY_MAX, PRIORITY_DEFAULT = 1, 10000, 5000
 
-# Fields of the public job record (DESIGN section 3), in display order.
+# Fields of the public job record (the README's job record), in display order.
 PUBLIC_FIELDS = (
     "id", "name", "notebook", "parameters", "status", "priority", "min_gpus", "max_gpus", "gpus",
     "owner", "created_at", "started_at", "finished_at", "output", "error", "progress", "metrics", "sweep",
@@ -140,7 +140,7 @@ def validation_message(exc: ValidationError) -> str:
 
 
 class JobRecord(BaseModel):
-    """The job record kept in Redis (public fields of DESIGN section 3 plus bookkeeping)."""
+    """The job record kept in Redis (the public fields plus bookkeeping)."""
 
     model_config = ConfigDict(extra="ignore")
 

@@ -1,4 +1,4 @@
-"""Elastic data-parallel training for notebooks (see DESIGN.md section 5).
+"""Elastic data-parallel training for notebooks (see docs/architecture.md).
 
     from nbrunner.elastic import ElasticTrainer
     trainer = ElasticTrainer(model, get_datasets, loss_fn, optimizer)

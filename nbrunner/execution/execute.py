@@ -10,6 +10,7 @@ import logging
 import math
 import os
 import socket
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -198,10 +199,58 @@ def die_with_parent_preexec() -> None:
     die_with_parent()
 
 
-def run_job(job_id: str, attempt: int) -> str:
-    """Run attempt ``attempt`` of job ``job_id``; returns the final status (or 'skipped')."""
+@contextmanager
+def papermill_log(path: Path):
+    """papermill's own log goes to ``path`` while the block runs."""
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    pm_logger = logging.getLogger("papermill")
+    pm_logger.addHandler(handler)
+    pm_logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        pm_logger.removeHandler(handler)
+        handler.close()
+
+
+def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kernels: list) -> None:
+    """papermill on the job's input snapshot, into ``output.ipynb``.  A kernel that dies before
+    running a cell is started again (``KERNEL_START_TRIES`` in all); the processes of the kernels
+    that failed so are added to ``failed_kernels`` (held: their ids could be reused)."""
     import papermill as pm
 
+    output = job_dir / "output.ipynb"
+    for tries_left in reversed(range(KERNEL_START_TRIES)):
+        config = kernel_config()
+        try:
+            pm.execute_notebook(
+                str(job_dir / "input.ipynb"),
+                str(output),
+                parameters=rec.parameters,
+                kernel_name=rec.kernel,
+                execution_timeout=math.ceil(rec.timeout) if rec.timeout else None,
+                progress_bar=False,
+                log_output=True,
+                stdout_file=out,
+                stderr_file=out,
+                cwd=str(cwd),
+                request_save_on_cell_execute=True,
+                autosave_cell_every=10,
+                config=config,
+            )
+            return
+        except Exception as exc:
+            if not tries_left or not never_started(exc, output):
+                raise
+            out.write(f"\n[nbrunner] the kernel failed to start ({one_line(exc)}); starting it again\n")
+            failed_kernels[:] = kernel_processes()
+        finally:
+            remove_kernel_sockets(config)
+
+
+def run_job(job_id: str, attempt: int) -> str:
+    """Run attempt ``attempt`` of job ``job_id``; returns the final status (or 'skipped')."""
     die_with_parent()
     settings = Settings.load()
     store = JobStore.from_url(settings.url)
@@ -216,56 +265,22 @@ def run_job(job_id: str, attempt: int) -> str:
     logs.mkdir(parents=True, exist_ok=True)
     output = job_dir / "output.ipynb"
     os.environ.update(job_environment(settings, rec))
-
-    handler = logging.FileHandler(logs / "papermill.log")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    pm_logger = logging.getLogger("papermill")
-    pm_logger.addHandler(handler)
-    pm_logger.setLevel(logging.INFO)
     notebook_dir = (settings.workspace / rec.notebook).parent
     cwd = notebook_dir if notebook_dir.is_dir() else job_dir
 
     status, error = "completed", None
-    failed_kernels: tuple = ()  # kernels that died before running a cell (held: ids could be reused)
-    with open(logs / "driver.log", "a", buffering=1) as out:
+    failed_kernels: list = []
+    with papermill_log(logs / "papermill.log"), open(logs / "driver.log", "a", buffering=1) as out:
         try:
-            for tries_left in reversed(range(KERNEL_START_TRIES)):
-                config = kernel_config()
-                try:
-                    pm.execute_notebook(
-                        str(job_dir / "input.ipynb"),
-                        str(output),
-                        parameters=rec.parameters,
-                        kernel_name=rec.kernel,
-                        execution_timeout=math.ceil(rec.timeout) if rec.timeout else None,
-                        progress_bar=False,
-                        log_output=True,
-                        stdout_file=out,
-                        stderr_file=out,
-                        cwd=str(cwd),
-                        request_save_on_cell_execute=True,
-                        autosave_cell_every=10,
-                        config=config,
-                    )
-                    break
-                except Exception as exc:
-                    if not tries_left or not never_started(exc, output):
-                        raise
-                    out.write(f"\n[nbrunner] the kernel failed to start ({one_line(exc)}); starting it again\n")
-                    failed_kernels = tuple(kernel_processes())
-                finally:
-                    remove_kernel_sockets(config)
+            execute_notebook(rec, job_dir, cwd, out, failed_kernels)
         except BaseException as exc:  # noqa: BLE001 - every way a notebook can end is recorded
-            status, error = "failed", describe_failure(exc, rec.timeout, failed_kernels)
+            status, error = "failed", describe_failure(exc, rec.timeout, tuple(failed_kernels))
             out.write(f"\n[nbrunner] job failed: {error}\n")
             if output.exists():
                 mark_failure(output, error)
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 finish(store, job_id, attempt, status, error)
                 raise
-        finally:
-            pm_logger.removeHandler(handler)
-            handler.close()
     final = finish(store, job_id, attempt, status, error)
     if final is not None:
         (job_dir / "job.json").write_text(final.model_dump_json(indent=1))

@@ -8,7 +8,7 @@ from .handlers import routes
 
 
 class NbrunnerExtension(ExtensionApp):
-    """Serves the REST API of DESIGN section 6 for the cluster of the server's root directory."""
+    """Serves the REST API (routes in :mod:`.handlers`, listed in the README) for the cluster of the server's root directory."""
 
     name = "nbrunner"
     load_other_extensions = True
