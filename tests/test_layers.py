@@ -1,9 +1,9 @@
 """The package's import graph: no circle, and every module imports only its own layer or lower ones.
 
 Read with ``ast`` from the source (nothing is imported): every ``import`` and ``from ... import``
-counts, at module level or inside a function, except under ``if TYPE_CHECKING:`` (never run), and importing ``nbrunner.a.b`` counts as
-importing the package ``nbrunner.a`` (its ``__init__``) too, since Python runs it first, unless
-the importer is inside that package already.  The root ``nbrunner/__init__.py`` imports its
+counts, at module level, inside a function or under ``if TYPE_CHECKING:``, and importing
+``nbrunner.a.b`` counts as importing the package ``nbrunner.a`` (its ``__init__``) too, since
+Python runs it first, unless the importer is inside that package already.  The root ``nbrunner/__init__.py`` imports its
 public names lazily (by name, not with an import statement) and is left out.
 """
 from __future__ import annotations
@@ -36,12 +36,7 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
     is_package = path.name == "__init__.py"
     package = name if is_package else name.rpartition(".")[0]
     found: set[str] = set()
-    tree = ast.parse(path.read_text(), str(path))
-    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and _is_type_checking(block.test)
-                   for stmt in block.body for n in ast.walk(stmt)}
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -63,11 +58,6 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
                 if prefix in known and (prefix not in own or prefix == target != name):
                     found.add(prefix)
     return found
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def graph(root: Path = PACKAGE) -> dict[str, set[str]]:
@@ -144,7 +134,7 @@ def test_the_check_sees_function_level_and_package_imports(tmp_path):
     (pkg / "core" / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .. import client\n")
     g = graph(pkg)
     assert g["nbrunner.core.b"] == {"nbrunner.core.a"}
-    assert g["nbrunner.core.c"] == set()  # a typing-only import is never run
+    assert g["nbrunner.core.c"] == {"nbrunner.client"}  # typing-only imports count too
     assert g["nbrunner.client"] == {"nbrunner.core", "nbrunner.core.a"}
     assert cycles(g) == [["nbrunner.core.a", "nbrunner.core.b"]]
 

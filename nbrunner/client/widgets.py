@@ -22,7 +22,7 @@ import html
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import ipywidgets as widgets
 
@@ -31,9 +31,10 @@ from ..core.models import FINISHED, PRIORITY_MAX, PRIORITY_MIN, JobRecord, parse
 from .render import duration, latest_metric, totals_line
 from .session import default_cluster
 
-if TYPE_CHECKING:  # types only: the job handle opens these views, so they never import it
-    from .cluster import Cluster
-    from .job import Job
+# The job handle (:mod:`.job`) opens these views, so they never import it or the cluster
+# module: a cluster and a job are taken as given (any :class:`nbrunner.Cluster` and
+# :class:`nbrunner.Job`), and the default cluster comes from :mod:`.session`.
+Cluster = Job = Any
 
 STATUS_COLORS = {"queued": "#b26b00", "running": "#1565c0", "completed": "#2e7d32", "failed": "#c62828",
                  "cancelled": "#616161"}
