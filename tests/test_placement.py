@@ -1,0 +1,58 @@
+"""Pure placement (nbrunner.core.placement) on plain lists and sets: no Redis, no processes."""
+from __future__ import annotations
+
+from nbrunner.core.models import JobRecord
+from nbrunner.core.placement import admitted, demand_of, keep, pick, pick_one_host
+
+
+def record(**fields) -> JobRecord:
+    base = {"id": "j1", "name": "j1", "notebook": "nb.ipynb", "created_at": "2026-01-01T00:00:00Z"}
+    return JobRecord(**{**base, **fields})
+
+
+def test_pick_fills_the_fullest_host_first_and_honours_preferences():
+    free = {("a", 0), ("b", 0), ("b", 1), ("b", 2), ("c", 0), ("c", 1)}
+    assert pick(free, 2, prefer=[]) == [("b", 0), ("b", 1)]
+    assert pick(free, 4, prefer=[]) == [("b", 0), ("b", 1), ("b", 2), ("c", 0)]
+    assert pick(free, 2, prefer=["a"]) == [("a", 0), ("b", 0)]  # a job's own host first, then the fullest
+    assert pick(free, 0, prefer=[]) == []
+    assert pick(free, 9, prefer=[]) == sorted(free, key=lambda s: ({"b": 0, "c": 1, "a": 2}[s[0]], s[1]))
+
+
+def test_pick_one_host_takes_the_tightest_host_that_fits_or_none():
+    free = [("a", 0), ("a", 1), ("a", 2), ("b", 3), ("b", 5)]
+    assert pick_one_host(free, 2) == [("b", 3), ("b", 5)]
+    assert pick_one_host(free, 3) == [("a", 0), ("a", 1), ("a", 2)]
+    assert pick_one_host(free, 4) is None
+
+
+def test_keep_stays_on_the_drivers_host_then_the_largest():
+    held = [("a", 0), ("b", 0), ("b", 1), ("c", 0), ("c", 1), ("c", 2)]
+    assert keep(held, 1, home="a") == [("a", 0)]
+    assert keep(held, 3, home="a") == [("a", 0), ("c", 0), ("c", 1)]
+    assert keep(held, 2, home=None) == [("c", 0), ("c", 1)]
+    assert keep(held, 0, home="a") == []
+
+
+def test_demand_of_elastic_and_gang_jobs():
+    elastic = record(min_gpus=1, max_gpus=4, elastic=True)
+    assert demand_of(elastic)["min_gpus"] == 1 and demand_of(elastic)["max_gpus"] == 4
+    assert demand_of(elastic)["running"] is False
+    done = record(min_gpus=1, max_gpus=4, elastic=True, status="running", training_over=True)
+    assert (demand_of(done)["min_gpus"], demand_of(done)["max_gpus"]) == (0, 0)
+    gang = record(min_gpus=0, max_gpus=2)
+    assert (demand_of(gang)["min_gpus"], demand_of(gang)["max_gpus"]) == (2, 2)
+    running_gang = record(max_gpus=2, status="running", slots=[("a", 0), ("a", 1)])
+    assert (demand_of(running_gang)["min_gpus"], demand_of(running_gang)["max_gpus"]) == (2, 2)
+    assert demand_of(running_gang)["running"] is True
+
+
+def test_admitted_stops_at_the_first_job_that_does_not_fit_in_the_policys_order():
+    demands = [
+        {"id": "old", "min_gpus": 3, "max_gpus": 3, "priority": 1, "submitted_at": 1, "running": False},
+        {"id": "new", "min_gpus": 1, "max_gpus": 1, "priority": 9000, "submitted_at": 2, "running": False},
+        {"id": "run", "min_gpus": 1, "max_gpus": 1, "priority": 1, "submitted_at": 3, "running": True},
+    ]
+    assert admitted(3, demands, "fairshare") == {"run"}  # running first; 'old' blocks 'new'
+    assert admitted(3, demands, "priority") == {"run", "new"}  # 'new' before 'old'; 'old' no longer fits
+    assert admitted(5, demands, "fairshare") == {"run", "old", "new"}
