@@ -56,3 +56,34 @@ def test_admitted_stops_at_the_first_job_that_does_not_fit_in_the_policys_order(
     assert admitted(3, demands, "fairshare") == {"run"}  # running first; 'old' blocks 'new'
     assert admitted(3, demands, "priority") == {"run", "new"}  # 'new' before 'old'; 'old' no longer fits
     assert admitted(5, demands, "fairshare") == {"run", "old", "new"}
+
+
+def test_plan_shrinks_first_then_grows_waits_and_dispatches_in_order():
+    from nbrunner.core.placement import plan
+
+    t = "2026-01-01T00:00:0{}Z"
+    shrinking = record(id="s", elastic=True, min_gpus=1, max_gpus=4, status="running", host="a", created_at=t.format(1))
+    growing = record(id="g", elastic=True, min_gpus=1, max_gpus=4, status="running", host="b", created_at=t.format(2))
+    gang = record(id="q", max_gpus=2, created_at=t.format(3))
+    waiting = record(id="w", max_gpus=3, created_at=t.format(4))
+    cpu = record(id="c", max_gpus=0, created_at=t.format(5))
+    grant_of = {"s": [("a", 0), ("a", 1), ("c", 0)], "g": [("b", 0)]}
+    free = {("b", 1), ("d", 0), ("d", 1)}
+    shares = {"s": 2, "g": 2, "q": 2, "w": 0, "c": 0}
+    steps = plan([cpu, waiting, gang, growing, shrinking], shares, {"s", "g", "q", "c"}, grant_of, free, "fairshare")
+    assert [(s.kind, s.rec.id) for s in steps] == [
+        ("shrink", "s"), ("grow", "g"), ("dispatch", "q"), ("position", "w"), ("dispatch", "c")]
+    assert steps[0].slots == [("a", 0), ("a", 1)]  # the driver's host is kept
+    assert steps[1].slots == [("b", 1)] and steps[1].have == [("b", 0)]  # grows on its own host
+    assert steps[2].slots == [("d", 0), ("d", 1)]  # a gang on one host
+    assert steps[3].position == 1
+    assert steps[4].slots == []
+    assert free == {("b", 1), ("d", 0), ("d", 1)}  # the caller's set is not changed
+
+
+def test_plan_keeps_a_gang_queued_when_no_host_has_room():
+    from nbrunner.core.placement import plan
+
+    gang = record(id="q", max_gpus=2)
+    steps = plan([gang], {"q": 2}, {"q"}, {}, {("a", 0), ("b", 0)}, "fairshare")
+    assert [(s.kind, s.position) for s in steps] == [("position", 1)]

@@ -27,8 +27,8 @@ from rq.job import Job as RqJob
 from ..core.allocate import allocate
 from ..core.config import JOB_GRACE_S, Settings
 from ..core.keys import ACTIVE, LEASE, POLICY, job_key
-from ..core.models import JobRecord, parse_time, utcnow
-from ..core.placement import Slot, admitted, demand_of, keep, pick, pick_one_host
+from ..core.models import JobRecord, utcnow
+from ..core.placement import Slot, Step, admitted, demand_of, plan, started
 from ..core.store import JobStore
 from . import grants
 from .queues import DEFAULT_QUEUE, host_queue, queue, rq_connection, rq_job_id
@@ -232,68 +232,37 @@ class Scheduler:
 
     # ---- allocation -------------------------------------------------------------------
     def allocate(self, jobs: list[JobRecord], cap: Capacity, held: dict[Slot, str]) -> None:
+        """Shares from the policy, a plan from :func:`nbrunner.core.placement.plan`, then the plan
+        carried out against Redis.  A slot another job took meanwhile (a stale view) makes that
+        step wait for the next pass."""
         live = [r for r in jobs if not r.finished and not r.cancel_requested]
         total = len(cap.slots)
         demands = [demand_of(r) for r in live]
         policy = self.policy
         shares = allocate(total, demands, policy) if demands else {}
-        ok = admitted(total, demands, policy)
-        by_id = {r.id: r for r in live}
-        mine: dict[str, list[Slot]] = defaultdict(list)
-        for slot, jid in held.items():
-            mine[jid].append(slot)
-        free = cap.slots - set(held)
+        grant_of = {r.id: [tuple(s) for s in grants.read_grant(self.r, r.id)["slots"]]
+                    for r in live if started(r) and r.elastic}
+        steps = plan(live, shares, admitted(total, demands, policy), grant_of, cap.slots - set(held), policy)
+        for step in steps:
+            self.apply(step)
 
-        # shrinks first (the slots come back when the job confirms), then grows, then new jobs
-        order = sorted(live, key=lambda r: (r.status != "running" and not r.dispatched, -r.priority if policy == "priority" else 0,
-                                            parse_time(r.created_at).timestamp(), r.id))
-        for rec in order:
-            if (rec.status == "running" or rec.dispatched) and rec.elastic:
-                target = grants.read_grant(self.r, rec.id)["slots"]
-                want = shares.get(rec.id, 0)
-                if len(target) > want:
-                    kept = keep([tuple(s) for s in target], want, rec.host)
-                    grants.write_grant(self.r, rec.id, kept)
-        positions = 0
-        for rec in order:
-            share = shares.get(rec.id, 0)
-            started = rec.status == "running" or rec.dispatched
-            if started:
-                if rec.elastic:
-                    have = sorted(tuple(s) for s in grants.read_grant(self.r, rec.id)["slots"])
-                    if len(have) < share and free:
-                        extra = pick(free, share - len(have), prefer=[h for h, _ in have])
-                        taken = [s for s in extra if grants.take(self.r, rec.id, s)]
-                        free -= set(taken)
-                        if taken:
-                            grants.write_grant(self.r, rec.id, have + taken)
-                            grants.sync_record(self.store, rec.id)
-                continue
-            if rec.id not in ok:
-                positions += 1
-                self._set_position(rec, positions)
-                continue
-            if rec.max_gpus == 0:
-                self.dispatch(rec, [])
-                continue
-            need = share if not rec.elastic else max(rec.min_gpus, 1 if share else 0)
-            if rec.elastic:
-                slots = pick(free, min(share, len(free)), prefer=[])
-                if len(slots) < max(rec.min_gpus, 1 if share else 0):
-                    positions += 1
-                    self._set_position(rec, positions)
-                    continue
-            else:
-                slots = pick_one_host(free, need)
-                if slots is None:
-                    positions += 1
-                    self._set_position(rec, positions)
-                    continue
-            taken = [s for s in slots if grants.take(self.r, rec.id, s)]
-            if len(taken) != len(slots):  # raced with a stale view: give back, retry next pass
+    def apply(self, step: Step) -> None:
+        """Carry out one step of the plan."""
+        rec = step.rec
+        if step.kind == "shrink":
+            grants.write_grant(self.r, rec.id, step.slots)
+        elif step.kind == "position":
+            self._set_position(rec, step.position)
+        elif step.kind == "grow":
+            taken = [s for s in step.slots if grants.take(self.r, rec.id, s)]
+            if taken:
+                grants.write_grant(self.r, rec.id, step.have + taken)
+                grants.sync_record(self.store, rec.id)
+        elif step.kind == "dispatch":
+            taken = [s for s in step.slots if grants.take(self.r, rec.id, s)]
+            if len(taken) != len(step.slots):  # raced with a stale view: give back, retry next pass
                 grants.release(self.r, rec.id, taken, reason="race")
-                continue
-            free -= set(taken)
+                return
             self.dispatch(rec, taken)
 
     def _set_position(self, rec: JobRecord, pos: int) -> None:

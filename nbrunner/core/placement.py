@@ -13,7 +13,7 @@ writes the answer back.  Conventions (see docs/architecture.md):
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from .models import JobRecord, parse_time
 
@@ -95,3 +95,75 @@ def pick_one_host(free: Iterable[Slot], n: int) -> list[Slot] | None:
         return None
     h = min(fits, key=lambda h: (len(per_host[h]), h))
     return [(h, i) for i in sorted(per_host[h])[:n]]
+
+
+class Step(NamedTuple):
+    """One thing a scheduler pass does to one job.
+
+    ``kind``: ``"shrink"`` (its grant becomes ``slots``; they come back once the job confirms),
+    ``"grow"`` (``slots`` are added to the ``have`` it holds), ``"position"`` (a queued job's
+    place in the queue is ``position``) or ``"dispatch"`` (start it on ``slots``)."""
+
+    kind: str
+    rec: JobRecord
+    slots: list[Slot] = []
+    have: list[Slot] = []
+    position: int = 0
+
+
+def started(rec: JobRecord) -> bool:
+    """Running, or handed to a worker already."""
+    return rec.status == "running" or rec.dispatched
+
+
+def plan(live: list[JobRecord], shares: dict[str, int], ok: set[str], grant_of: dict[str, list[Slot]],
+         free: set[Slot], policy: str) -> list[Step]:
+    """The steps of one pass, in the order they are carried out: shrinks first (the slots come
+    back when the job confirms), then, job by job in the policy's order, grows of started
+    elastic jobs, queue positions of jobs that wait, and dispatches of admitted ones.
+
+    ``shares``: each job's GPUs from :func:`nbrunner.core.allocate.allocate`; ``ok``: the
+    admitted ids; ``grant_of``: the current grant of every started elastic job; ``free``: the
+    slots nobody holds (not changed)."""
+    free = set(free)
+    order = sorted(live, key=lambda r: (not started(r), -r.priority if policy == "priority" else 0,
+                                        parse_time(r.created_at).timestamp(), r.id))
+    steps: list[Step] = []
+    grant_of = dict(grant_of)
+    for rec in order:
+        target = grant_of.get(rec.id) if started(rec) and rec.elastic else None
+        want = shares.get(rec.id, 0)
+        if target is not None and len(target) > want:
+            grant_of[rec.id] = keep(target, want, rec.host)
+            steps.append(Step("shrink", rec, grant_of[rec.id]))
+    positions = 0
+    for rec in order:
+        share = shares.get(rec.id, 0)
+        if started(rec):
+            have = sorted(grant_of.get(rec.id, [])) if rec.elastic else []
+            if rec.elastic and len(have) < share and free:
+                extra = pick(free, share - len(have), prefer=[h for h, _ in have])
+                free -= set(extra)
+                if extra:
+                    steps.append(Step("grow", rec, extra, have))
+            continue
+        if rec.id not in ok:
+            positions += 1
+            steps.append(Step("position", rec, position=positions))
+            continue
+        if rec.max_gpus == 0:
+            steps.append(Step("dispatch", rec, []))
+            continue
+        if rec.elastic:
+            slots = pick(free, min(share, len(free)), prefer=[])
+            fits = len(slots) >= max(rec.min_gpus, 1 if share else 0)
+        else:
+            slots = pick_one_host(free, share)
+            fits = slots is not None
+        if not fits:
+            positions += 1
+            steps.append(Step("position", rec, position=positions))
+            continue
+        free -= set(slots)
+        steps.append(Step("dispatch", rec, slots))
+    return steps

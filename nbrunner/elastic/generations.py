@@ -84,14 +84,14 @@ class Generations:
                        step=self.step)  # the job's record shows the new size at once
 
     def _spawnable(self) -> bool:
-        return any(self.slot_failures.get(s, 0) < self.o["max_slot_failures"] for s in self._granted)
+        return any(self.slot_failures.get(s, 0) < self.options["max_slot_failures"] for s in self._granted)
 
     def _spawn(self, slot: Optional[Slot]) -> LearnerState:
         lid = self._new_lid()
         log_path = self.logs_dir / f"learner-{self.run_tag}-{lid}.log"
         env = {"NBRUNNER_ELASTIC_SYSPATH": self.sys_path,
                "NBRUNNER_ELASTIC_DEVICE": "cuda" if (slot is not None and slot.is_gpu) else "cpu",
-               "NBRUNNER_ELASTIC_STORE_TIMEOUT": str(max(30.0, self.o["timeout"]))}
+               "NBRUNNER_ELASTIC_STORE_TIMEOUT": str(max(30.0, self.options["timeout"]))}
         spec = LearnerSpec(learner_id=lid, slot=slot, master_addr=self.master_addr, master_port=self.port,
                            log_path=log_path, env=env)
         handle = self.launcher.launch(spec)
@@ -107,12 +107,12 @@ class Generations:
                                                         "gpu": slot.gpu_index if slot.is_gpu else None}))
 
     def _want_standby(self) -> int:
-        p = self.o["prestart"]
+        p = self.options["prestart"]
         if self.standby_failures >= 3 or not getattr(self.launcher, "supports_standby", False):
             return 0
         if p is not None:
             return max(0, int(p))
-        if self.o["max_gpus"] is None:
+        if self.options["max_gpus"] is None:
             return 0  # no idea whether more slots may come
         return 1 if len(self._granted) < self._cap() else 0
 
@@ -203,7 +203,7 @@ class Generations:
                 continue
             if L.t_left is None:
                 L.t_left = now
-            elif now - L.t_left > (max(LEAVE_GRACE_S, self.o["timeout"]) if L.busy else LEAVE_GRACE_S):
+            elif now - L.t_left > (max(LEAVE_GRACE_S, self.options["timeout"]) if L.busy else LEAVE_GRACE_S):
                 self._stop(L)
 
     def _poll_grants(self) -> None:
@@ -234,7 +234,7 @@ class Generations:
         have = {L.slot for L in self.learners.values() if L.alive}
         standby = [L for L in self.learners.values() if L.alive and L.slot is None]
         for slot in granted:
-            if slot not in have and self.slot_failures.get(slot, 0) < self.o["max_slot_failures"]:
+            if slot not in have and self.slot_failures.get(slot, 0) < self.options["max_slot_failures"]:
                 if standby:
                     self._assign(standby.pop(0), slot)
                     continue
@@ -257,9 +257,9 @@ class Generations:
         count (not the current one), so a resize never changes a learner's thread count
         (oversubscribing a shared host makes every parallel region wait for descheduled
         threads).  A negative value asks for exactly -n threads."""
-        if self.o["threads_per_learner"]:
-            return -int(self.o["threads_per_learner"])
-        share = self.o["max_gpus"] or self._max_granted
+        if self.options["threads_per_learner"]:
+            return -int(self.options["threads_per_learner"])
+        share = self.options["max_gpus"] or self._max_granted
         return max(colocated, min(share, self._cap()))
 
     def _publish(self, members: list[LearnerState], source: LearnerState, mode: str, reason: str, prev_world: int,
@@ -290,7 +290,7 @@ class Generations:
             return
         now = time.monotonic()
         if self.inflight is not None:
-            if now - self.inflight_since > self.o["timeout"] + 15:
+            if now - self.inflight_since > self.options["timeout"] + 15:
                 self._start_recovery(f"generation {self.inflight} did not start")
             return
         gset = set(self._granted)
@@ -299,9 +299,9 @@ class Generations:
         if self.active_gen == 0:
             if not ready:
                 return
-            need = max(1, self.o["min_gpus"])
+            need = max(1, self.options["min_gpus"])
             first_ready = min(L.t_ready for L in ready)
-            if starting and not (len(ready) >= need and now - first_ready > max(10.0, self.o["join_wait"])):
+            if starting and not (len(ready) >= need and now - first_ready > max(10.0, self.options["join_wait"])):
                 return
             self._publish(ready, ready[0], "restart", "start", 0)
             return
@@ -309,7 +309,7 @@ class Generations:
         leaving = [L for L in active if L.slot not in gset]
         stay = [L for L in active if L.slot in gset]
         join: list[LearnerState] = []
-        if ready and (not starting or leaving or now - min(L.t_ready for L in ready) >= self.o["join_wait"]):
+        if ready and (not starting or leaving or now - min(L.t_ready for L in ready) >= self.options["join_wait"]):
             join = ready
         if not leaving and not join:
             return

@@ -154,9 +154,9 @@ class Reporting:
                 raise ElasticTrainingError(
                     f"the checkpoint was written for a training set of {self.resume_n_train} samples, "
                     f"get_datasets() now returns {self.n_train}")
-            total = self.spe * self.o["epochs"]
-            self.say(f"ElasticTrainer: {self.o['epochs']} epochs x {self.spe} steps (global batch "
-                     f"{self.o['effective_batch_size']}, {self.n_train} samples), up to {self._cap()} learner(s)"
+            total = self.spe * self.options["epochs"]
+            self.say(f"ElasticTrainer: {self.options['epochs']} epochs x {self.spe} steps (global batch "
+                     f"{self.options['effective_batch_size']}, {self.n_train} samples), up to {self._cap()} learner(s)"
                      + (f", resuming at step {self.step}/{total}" if self.history.resumed_from_step else ""))
 
     def _on_step(self, r: dict) -> None:
@@ -178,10 +178,10 @@ class Reporting:
             self._last_report = now
             runtime.report(progress=(step / total) if total else None,
                            metrics={"loss": r["loss"], "samples_per_s": sps, "learners": r["world"]}, step=step)
-        if self.verbose and self.o["print_every"] > 0 and now - self._last_print >= self.o["print_every"]:
+        if self.verbose and self.options["print_every"] > 0 and now - self._last_print >= self.options["print_every"]:
             self._last_print = now
             e, pos = divmod(step, self.spe or 1)
-            self.say(f"  epoch {e + 1}/{self.o['epochs']} step {pos}/{self.spe} loss {r['loss']:.4f} "
+            self.say(f"  epoch {e + 1}/{self.options['epochs']} step {pos}/{self.spe} loss {r['loss']:.4f} "
                      f"learners {r['world']}" + (f" {sps:.0f} samples/s" if sps else ""))
 
     def _sps(self) -> Optional[float]:
@@ -190,10 +190,10 @@ class Reporting:
         (t0, s0), (t1, s1) = self._rate[0], self._rate[-1]
         if t1 <= t0 or s1 <= s0:
             return None
-        return (s1 - s0) * self.o["effective_batch_size"] / (t1 - t0)
+        return (s1 - s0) * self.options["effective_batch_size"] / (t1 - t0)
 
     def _total(self) -> Optional[int]:
-        return self.spe * self.o["epochs"] if self.spe else None
+        return self.spe * self.options["epochs"] if self.spe else None
 
     def _on_epoch(self, rec: dict) -> None:
         e = int(rec["epoch"])
@@ -218,9 +218,9 @@ class Reporting:
         self._last_print = time.monotonic()
         if self.verbose:
             width = 20
-            done = e / max(1, self.o["epochs"])
+            done = e / max(1, self.options["epochs"])
             bar = "#" * int(round(done * width))
-            parts = [f"epoch {e:>{len(str(self.o['epochs']))}}/{self.o['epochs']} [{bar:<{width}}] {done * 100:3.0f}%",
+            parts = [f"epoch {e:>{len(str(self.options['epochs']))}}/{self.options['epochs']} [{bar:<{width}}] {done * 100:3.0f}%",
                      f"loss {rec['train_loss']:.4f}"]
             for k in ("val_loss", "val_accuracy"):
                 if k in rec:

@@ -36,7 +36,7 @@ class Recovery:
         """The train state to start from: the newest checkpoint's (its model and optimizer
         state loaded), or a fresh one; None if that checkpoint holds a finished run.  A temp
         file left by a write the previous run did not finish is removed, never read."""
-        o, ckpt_dir = self.o, self.ckpt_dir
+        options, ckpt_dir = self.options, self.ckpt_dir
         if ckpt_dir is not None and ckpt_dir.is_dir():
             for stale in ckpt_dir.glob(".ckpt-*.tmp"):
                 try:
@@ -49,10 +49,10 @@ class Recovery:
         if checkpoint is None:
             return train_state
         cfg = checkpoint.get("config", {})
-        if cfg.get("effective_batch_size") != o["effective_batch_size"] or cfg.get("seed") != o["seed"]:
+        if cfg.get("effective_batch_size") != options["effective_batch_size"] or cfg.get("seed") != options["seed"]:
             raise ValueError(
                 f"checkpoint {path} was written with effective_batch_size={cfg.get('effective_batch_size')}, "
-                f"seed={cfg.get('seed')}; this run uses {o['effective_batch_size']}, {o['seed']}: "
+                f"seed={cfg.get('seed')}; this run uses {options['effective_batch_size']}, {options['seed']}: "
                 f"use another checkpoint_dir or the same settings")
         self.t.model.load_state_dict(checkpoint["model"])
         self.t.optimizer.load_state_dict(checkpoint["optimizer"])
@@ -64,7 +64,7 @@ class Recovery:
             self.epoch_records[rec["epoch"]] = rec
         self.history.checkpoints.append(str(path))
         self.say(f"ElasticTrainer: resuming from {path} (epoch {len(train_state['epochs'])}, step {train_state['step']})")
-        if len(train_state["epochs"]) >= o["epochs"] and train_state["loss_n"] == 0:
+        if len(train_state["epochs"]) >= options["epochs"] and train_state["loss_n"] == 0:
             self.history.epochs = list(train_state["epochs"])
             self.history.steps = int(train_state["step"])
             return None
@@ -87,7 +87,7 @@ class Recovery:
         pending = [L for L in alive if L.failed_gen < G]
         # learners of the previous generation that are not in plan G leave by themselves
         if pending:
-            if now - self.recovering["since"] < self.o["timeout"] + 5:
+            if now - self.recovering["since"] < self.options["timeout"] + 5:
                 return
             for L in pending:  # hung in a collective: give up on them
                 self.say(f"  learner {L.lid} did not respond: stopping it")
@@ -100,14 +100,14 @@ class Recovery:
         prev_world = self.plans[self.active_gen].world if self.active_gen else 0
         if with_state:
             src = max(with_state, key=lambda L: L.snap_step)
-            mode, ck = "snapshot", None
+            mode, checkpoint = "snapshot", None
         else:
             cand = survivors + ready
             if not cand:
                 return  # wait for replacements to start
             src = cand[0]
             latest, _ = _latest_checkpoint(self.ckpt_dir) if self.history.checkpoints else (None, None)
-            mode, ck = "restart", (str(latest) if latest else None)
+            mode, checkpoint = "restart", (str(latest) if latest else None)
             self.say("  no learner kept a snapshot: restarting from "
                      + (f"checkpoint {latest}" if latest else "the initial state"))
         members_new = [src] + [L for L in survivors if L is not src] + [L for L in ready if L not in survivors]
@@ -116,7 +116,7 @@ class Recovery:
             if L.alive and L not in members_new and L.status == "member":
                 L.leaving = True
         self.recovering = None
-        self._publish(members_new, src, mode, "failure" if mode == "snapshot" else "restart", prev_world, ck)
+        self._publish(members_new, src, mode, "failure" if mode == "snapshot" else "restart", prev_world, checkpoint)
 
     def _save_model(self, model_dir: Optional[Path]) -> None:
         if model_dir is not None:

@@ -170,10 +170,10 @@ class _Run(Reporting, Generations, Recovery):
     parts live beside it: reports (:mod:`.history`), learners and generation plans
     (:mod:`.generations`), resuming and recovery (:mod:`.recovery`)."""
 
-    def __init__(self, trainer: ElasticTrainer, o: dict):
+    def __init__(self, trainer: ElasticTrainer, options: dict):
         self.t = trainer
-        self.o = o
-        self.verbose = o["verbose"]
+        self.options = options
+        self.verbose = options["verbose"]
         self.learners: dict[str, LearnerState] = {}
         self.plans: dict[int, Plan] = {}
         self.gen = 0                  # newest published generation
@@ -216,18 +216,18 @@ class _Run(Reporting, Generations, Recovery):
         return f"L{self._next_seq}"
 
     def _cap(self) -> int:
-        cap = self.o["effective_batch_size"]
-        if self.o["max_gpus"] is not None:
-            cap = min(cap, self.o["max_gpus"])
+        cap = self.options["effective_batch_size"]
+        if self.options["max_gpus"] is not None:
+            cap = min(cap, self.options["max_gpus"])
         return cap
 
     # ------------------------------------------------------------------ run
     def run(self) -> History:
-        o = self.o
+        options = self.options
         t0 = time.monotonic()
         job_dir = runtime.job_dir()
-        self.ckpt_dir = Path(o["checkpoint_dir"]) if o["checkpoint_dir"] else (job_dir / "checkpoints" if job_dir else None)
-        model_dir = Path(o["model_dir"]) if o["model_dir"] else (job_dir / "model" if job_dir else None)
+        self.ckpt_dir = Path(options["checkpoint_dir"]) if options["checkpoint_dir"] else (job_dir / "checkpoints" if job_dir else None)
+        model_dir = Path(options["model_dir"]) if options["model_dir"] else (job_dir / "model" if job_dir else None)
         own_logs = job_dir is None
         self.logs_dir = (job_dir / "logs") if job_dir else Path(tempfile.mkdtemp(prefix="nbrunner-elastic-"))
         self.run_tag = uuid.uuid4().hex[:6]
@@ -239,16 +239,16 @@ class _Run(Reporting, Generations, Recovery):
             self.say("ElasticTrainer: training already complete")
             return self.history
 
-        slots = o["slots"] if o["slots"] is not None else default_slot_source(o["max_gpus"], o["min_gpus"])
+        slots = options["slots"] if options["slots"] is not None else default_slot_source(options["max_gpus"], options["min_gpus"])
         self.slots = slots
-        self.launcher = o["launcher"] or getattr(slots, "launcher", None) or LocalLauncher()
-        self.master_addr = o["master_addr"] or getattr(self.launcher, "master_addr", None) or "127.0.0.1"
+        self.launcher = options["launcher"] or getattr(slots, "launcher", None) or LocalLauncher()
+        self.master_addr = options["master_addr"] or getattr(self.launcher, "master_addr", None) or "127.0.0.1"
         self._open_store(train_state)
         ok = False
         try:
-            slots.start(o["min_gpus"], o["max_gpus"] or max(1, o["min_gpus"]))
+            slots.start(options["min_gpus"], options["max_gpus"] or max(1, options["min_gpus"]))
             for cb in self.t.callbacks:
-                cb.on_train_begin({"epochs": o["epochs"], "effective_batch_size": o["effective_batch_size"],
+                cb.on_train_begin({"epochs": options["epochs"], "effective_batch_size": options["effective_batch_size"],
                                    "resumed_from_step": self.history.resumed_from_step})
             self._loop()
             self._finalize(model_dir)
@@ -272,11 +272,11 @@ class _Run(Reporting, Generations, Recovery):
         optimizer, loss, datasets and metrics (by value), the run's config and train state."""
         import torch.distributed as dist
 
-        o = self.o
+        options = self.options
         self.store = dist.TCPStore("0.0.0.0", 0, is_master=True, wait_for_workers=False,
-                                   timeout=timedelta(seconds=max(30.0, o["timeout"])))
+                                   timeout=timedelta(seconds=max(30.0, options["timeout"])))
         self.port = self.store.port
-        cfg = {k: o[k] for k in ("epochs", "effective_batch_size", "seed", "checkpoint_every", "sync_batchnorm",
+        cfg = {k: options[k] for k in ("epochs", "effective_batch_size", "seed", "checkpoint_every", "sync_batchnorm",
                                  "snapshot_every", "timeout", "eval_batch_size", "broadcast_buffers",
                                  "find_unused_parameters", "keep_checkpoints")}
         cfg["checkpoint_dir"] = str(self.ckpt_dir) if self.ckpt_dir else None
@@ -293,7 +293,7 @@ class _Run(Reporting, Generations, Recovery):
 
     # ------------------------------------------------------------------ main loop
     def _loop(self) -> None:
-        o = self.o
+        options = self.options
         while not self.final:
             self._read_logs()
             if self.final:
@@ -305,12 +305,12 @@ class _Run(Reporting, Generations, Recovery):
                 self._poll_grants()
                 self._next_grant_poll = now + 0.05
             self._plan()
-            if len(self.history.failures) > o["max_failures"]:
+            if len(self.history.failures) > options["max_failures"]:
                 raise ElasticTrainingError(f"{len(self.history.failures)} learner failures: giving up")
             if not any(L.alive and L.slot is not None for L in self.learners.values()):
                 if self._granted and not self._spawnable():
                     raise ElasticTrainingError("every granted slot failed to run a learner "
-                                               f"{self.o['max_slot_failures']} times" + self._last_logs())
+                                               f"{self.options['max_slot_failures']} times" + self._last_logs())
                 if not self._granted and not self._waiting_said and now - self.t_start > 5:
                     self._waiting_said = True
                     self.say("ElasticTrainer: waiting for the slot source to grant a slot ...")
@@ -333,9 +333,9 @@ class _Run(Reporting, Generations, Recovery):
         st = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
         self.t.model.load_state_dict(st["model"])
         self.t.optimizer.load_state_dict(st["optimizer"])
-        ts = st["train_state"]
-        self.history.epochs = list(ts["epochs"])
-        self.history.steps = int(ts["step"])
+        train_state = st["train_state"]
+        self.history.epochs = list(train_state["epochs"])
+        self.history.steps = int(train_state["step"])
         rates = [r["samples_per_s"] for r in self.epoch_records.values() if r.get("samples_per_s")]
         self.history.samples_per_s = (sum(rates) / len(rates)) if rates else self._sps()
         self._save_model(model_dir)
