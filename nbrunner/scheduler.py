@@ -21,7 +21,10 @@ import socket
 import threading
 import time
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+import redis
 
 from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob
@@ -31,7 +34,9 @@ from .allocate import allocate
 from .config import Settings
 from .execute import JOB_GRACE_S
 from .grants import Slot
+from .limits import MAX_TIMEOUT_S
 from .models import JobRecord, parse_time, utcnow
+from .quarantine import quarantine_job
 from .queues import DEFAULT_QUEUE, host_queue, queue, rq_connection, rq_job_id
 from .store import ACTIVE, PREFIX, JobStore
 from .sweeps import advance_sweeps
@@ -119,6 +124,46 @@ def admitted(total: int, demands: list[dict], policy: str) -> set[str]:
     return out
 
 
+@contextmanager
+def contained(store: JobStore, rec: JobRecord, what: str):
+    """Run one job's part of a pass; an error that is not Redis's quarantines that job only."""
+    try:
+        yield
+    except redis.RedisError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one bad record must never stop the pass
+        log.warning("job %s %s: %s: %s", rec.id, what, exc.__class__.__name__, exc)
+        quarantine_job(store, rec.id, f"the job {what} ({exc.__class__.__name__}: {exc})")
+
+
+def placeable(store: JobStore, live: list[JobRecord], total: int, policy: str):
+    """(jobs, demands, shares) of the live jobs the allocator accepts; a job whose demand it
+    refuses (e.g. a GPU count out of range written by an older version) is quarantined."""
+    def refused(rec: JobRecord, exc: Exception) -> None:
+        quarantine_job(store, rec.id, f"the job could not be placed ({exc.__class__.__name__}: {exc})")
+
+    demands, kept = [], []
+    for rec in live:
+        try:
+            demands.append(demand_of(rec))
+            kept.append(rec)
+        except Exception as exc:  # noqa: BLE001
+            refused(rec, exc)
+    try:
+        return kept, demands, allocate(total, demands, policy) if demands else {}
+    except (ValueError, TypeError, OverflowError):
+        pass
+    good = []
+    for rec, d in zip(kept, demands):  # find the demands the allocator refuses, one by one
+        try:
+            allocate(total, [d], policy)
+            good.append((rec, d))
+        except Exception as exc:  # noqa: BLE001
+            refused(rec, exc)
+    kept, demands = [r for r, _ in good], [d for _, d in good]
+    return kept, demands, allocate(total, demands, policy) if demands else {}
+
+
 class Scheduler:
     """The allocator loop (see module docstring)."""
 
@@ -180,7 +225,7 @@ class Scheduler:
             if raw is None:
                 self.r.srem(ACTIVE, jid)
                 continue
-            out.append(JobRecord.model_validate_json(raw))
+            out.append(self.store.load(jid, raw))
         return out
 
     def step(self) -> None:
@@ -200,15 +245,16 @@ class Scheduler:
             by_job[jid].append(slot)
         live = cap.slots
         for rec in jobs:
-            if rec.status == "running" and rec.worker not in cap.workers:
-                self.lost(rec)
-            elif rec.status == "queued" and rec.dispatched and not self._dispatch_alive(rec, cap):
-                self.undispatch(rec)
-            elif rec.finished and (rec.released or rec.worker not in cap.workers):
-                if by_job.get(rec.id):
-                    grants.release(self.r, rec.id, by_job.pop(rec.id), reason="finished")
-                    grants.sync_record(self.store, rec.id)
-                self.r.srem(ACTIVE, rec.id)
+            with contained(self.store, rec, "could not be recovered"):
+                if rec.status == "running" and rec.worker not in cap.workers:
+                    self.lost(rec)
+                elif rec.status == "queued" and rec.dispatched and not self._dispatch_alive(rec, cap):
+                    self.undispatch(rec)
+                elif rec.finished and (rec.released or rec.worker not in cap.workers):
+                    if by_job.get(rec.id):
+                        grants.release(self.r, rec.id, by_job.pop(rec.id), reason="finished")
+                        grants.sync_record(self.store, rec.id)
+                    self.r.srem(ACTIVE, rec.id)
         dead = defaultdict(list)
         for slot, jid in held.items():
             if slot not in live:
@@ -306,9 +352,8 @@ class Scheduler:
     def allocate(self, jobs: list[JobRecord], cap: Capacity, held: dict[Slot, str]) -> None:
         live = [r for r in jobs if not r.finished and not r.cancel_requested]
         total = len(cap.slots)
-        demands = [demand_of(r) for r in live]
         policy = self.policy
-        shares = allocate(total, demands, policy) if demands else {}
+        live, demands, shares = placeable(self.store, live, total, policy)
         ok = admitted(total, demands, policy)
         by_id = {r.id: r for r in live}
         mine: dict[str, list[Slot]] = defaultdict(list)
@@ -328,6 +373,13 @@ class Scheduler:
                     grants.write_grant(self.r, rec.id, keep)
         positions = 0
         for rec in order:
+            with contained(self.store, rec, "could not be placed"):
+                positions, free = self._place(rec, shares, ok, free, cap, positions)
+
+    def _place(self, rec: JobRecord, shares: dict, ok: set, free: set, cap: Capacity, positions: int):
+        """Grow a running elastic job, or place and dispatch an admitted queued one; returns
+        (queue positions so far, free slots left)."""
+        for _once in (1,):  # one pass: ``continue`` ends this job's turn
             share = shares.get(rec.id, 0)
             started = rec.status == "running" or rec.dispatched
             if started:
@@ -367,6 +419,7 @@ class Scheduler:
                 continue
             free -= set(taken)
             self.dispatch(rec, taken)
+        return positions, free
 
     def _set_position(self, rec: JobRecord, pos: int) -> None:
         if rec.queue_position != pos:
@@ -439,7 +492,8 @@ class Scheduler:
             return
         grants.write_grant(self.r, rec.id, slots)
         grants.sync_record(self.store, rec.id)
-        timeout = -1 if not new.timeout else int(new.timeout + JOB_GRACE_S)
+        # rq's own limit stays above the job's wall time (enforced by run_job) and within SIGALRM's range
+        timeout = -1 if not new.timeout else int(min(new.timeout, MAX_TIMEOUT_S) + JOB_GRACE_S)
         queue(self.store, host_queue(host) if host else DEFAULT_QUEUE).enqueue_call(
             "nbrunner.execute.run_job", args=(new.id, new.attempt), job_id=rq_job_id(new.id, new.attempt),
             timeout=timeout, result_ttl=3600, failure_ttl=24 * 3600, description=f"nbrunner job {new.id}",
