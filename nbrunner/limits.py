@@ -79,9 +79,9 @@ def check_ints(value: Any, where: str) -> None:
             stack.extend(v)
 
 
-def check_int64(value: Any, where: str, low: int = 0) -> None:
-    if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= MAX_INT64:
-        raise InvalidRequest(f"{where} must be between {low} and 2**63-1, got {short(value)}")
+def check_int64(value: Any, where: str) -> None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > MAX_INT64:
+        raise InvalidRequest(f"{where} must be at most 2**63-1, got {short(value)}")
 
 
 def short(value: Any, limit: int = 40) -> str:
@@ -106,7 +106,8 @@ def check_parameters(params: Any, where: str = "parameters") -> None:
     check_text(params, where)
     for name in params:
         check_parameter_name(name)
-    check_depth(params, where, MAX_DEPTH + 1)  # the mapping itself is one level
+    for name, value in params.items():
+        check_depth(value, f"parameter {name!r}")
     check_ints(params, where)
     import json
 
