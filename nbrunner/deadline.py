@@ -20,7 +20,9 @@ class Deadline:
     """Stops the kernels this process started once ``timeout`` seconds have passed (None: never)."""
 
     def __init__(self, timeout: float | None):
-        self.timeout = timeout
+        from .limits import MAX_TIMEOUT_S
+
+        self.timeout = min(timeout, MAX_TIMEOUT_S) if timeout else None  # a wait this long never overflows
         self.expired = threading.Event()
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
