@@ -227,6 +227,28 @@ def cluster_cmd(as_json: bool = typer.Option(False, "--json"), workspace: Option
     _print_json(status) if as_json else console.print(render.cluster_table(status))
 
 
+@app.command("list")
+def list_clusters(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List the clusters running on this machine (workspace, Redis, pid, JupyterLab URL)."""
+    from .discovery import public, running
+
+    clusters = [public(c) for c in running()]
+    if as_json:
+        _print_json({"clusters": clusters})
+        return
+    if not clusters:
+        print("no nbrunner cluster is running: start one with `nbrunner up`")
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{len(clusters)} running cluster(s)")
+    for col in ("workspace", "redis", "pid", "started_at", "lab"):
+        table.add_column(col)
+    for c in clusters:
+        table.add_row(c["workspace"], c["redis_url"], str(c["pid"]), c["started_at"] or "", c["lab_url"] or "")
+    console.print(table)
+
+
 @app.command()
 def worker(gpus: str = typer.Option("auto", help="GPU slots: a number (CPU slots) or 'auto'"),
            host: Optional[str] = typer.Option(None, help="host name to register (default: this host's name)"),

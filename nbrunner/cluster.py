@@ -209,8 +209,10 @@ class Cluster:
 
 def connect(workspace: str | os.PathLike | None = None) -> Cluster:
     """Attach to the cluster running in ``workspace`` (or ``NBRUNNER_REDIS_URL``)."""
+    from .discovery import resolve
+
     global _default
-    settings = Settings.load(workspace)
+    settings = resolve(workspace)  # NBRUNNER_REDIS_URL, --dir, the cluster around the cwd, the only one running
     cluster = Cluster(settings, _reachable(settings))
     _default = _default or cluster
     return cluster
