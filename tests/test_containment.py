@@ -3,6 +3,9 @@ timeout is its wall time, and papermill's options and errors reach the job recor
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 
 import nbformat
@@ -100,3 +103,45 @@ def test_language_cwd_and_report_mode_like_papermill(cluster, shared_workspace):
     assert "from the data directory hi" in job.logs()
     nb = nbformat.read(str(job.dir / "output.ipynb"), as_version=4)
     assert all(c.metadata.get("jupyter", {}).get("source_hidden") for c in nb.cells if c.cell_type == "code")
+
+
+def nbrunner_cli(*args: str, cwd) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "NBRUNNER_REDIS_URL"}
+    return subprocess.run([sys.executable, "-m", "nbrunner", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=120)
+
+
+def test_cli_help_without_a_command_is_not_a_crash(shared_workspace):
+    for args in ([], ["model"]):
+        p = nbrunner_cli(*args, cwd=shared_workspace)
+        assert p.returncode == 0 and "Usage" in p.stdout and "Traceback" not in p.stderr, (args, p.stderr)
+
+
+def test_cli_poison_inputs_get_one_line_errors(cluster, shared_workspace):
+    files = shared_workspace / "cli-poison"
+    files.mkdir(exist_ok=True)
+    (files / "binary.yaml").write_bytes(bytes(range(256)))
+    (files / "utf16.yaml").write_text("A: 1\n", encoding="utf-16")
+    (files / "huge.yaml").write_text("A: " + "9" * 5000 + "\n")
+    (files / "deep.yaml").write_text("A: " + "[" * 5000 + "\n")
+    (files / "bomb.yaml").write_text('a: &a ["x","x"]\nb: [*a,*a]\n')
+    cases = [
+        (["-f", str(files / "binary.yaml")], 1, "not UTF-8"),
+        (["-f", str(files / "utf16.yaml")], 1, "not UTF-8"),
+        (["-f", str(files / "huge.yaml")], 1, "more than 4300 digits"),
+        (["-f", str(files / "deep.yaml")], 1, "nested more than 64 levels"),
+        (["-f", str(files / "bomb.yaml")], 1, "aliases"),
+        (["-p", "A", "--timeout", "5"], 2, "-p A needs a value before --timeout"),
+        (["--timeout", "1e30"], 1, "at most 2592000 s"),
+        (["--min-gpus", str(2**63), "--max-gpus", str(2**63)], 1, "at most 2**63-1"),
+        (["-p", "class", "1"], 1, "is a Python keyword"),
+    ]
+    before = len(cluster.jobs())
+    for extra, code, words in cases:
+        p = nbrunner_cli("submit", "hello.ipynb", *extra, cwd=shared_workspace)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == code and len(lines) == 1 and words in lines[0], (extra, p.returncode, p.stderr)
+        assert "unexpected error" not in p.stderr
+    long = nbrunner_cli("submit", "n" * 300 + ".ipynb", cwd=shared_workspace)
+    assert long.returncode == 1 and "unexpected error" not in long.stderr and len(long.stderr.splitlines()) == 1
+    assert len(cluster.jobs()) == before  # nothing was queued
