@@ -283,6 +283,30 @@ def test_cli_argv(server, shared_workspace, command, args):
     cancel_new(cluster, before)
 
 
+def test_corrupt_records_do_not_break_listings_or_cancel(server):
+    session, base, cluster = server
+    r = cluster.store.r
+    deep = "[" * 300 + "]" * 300
+    r.set("nbrunner:job:zfuzz001", '{"id": "zfuzz001", "name": "x", "notebook": "x", "parameters": {"X": ' + deep + "}}")
+    r.zadd(JOBS, {"zfuzz001": time.time()})
+    r.set("nbrunner:sweep:zfuzz002", "{broken")
+    r.zadd("nbrunner:sweeps", {"zfuzz002": time.time()})
+    r.sadd("nbrunner:sweeps:active", "zfuzz002")
+    listing = session.get(f"{base}/jobs", timeout=30)
+    check(listing)
+    assert listing.status_code == 200
+    marked = [j for j in listing.json()["jobs"] if j["id"] == "zfuzz001"]
+    assert marked and marked[0]["status"] == "failed" and marked[0]["error"].startswith("quarantined")
+    cancel = session.delete(f"{base}/jobs/zfuzz001", timeout=30)
+    check(cancel)
+    assert cancel.status_code == 409
+    sweeps = session.get(f"{base}/sweeps", timeout=30)
+    assert sweeps.status_code == 200 and "zfuzz002" not in [s["id"] for s in sweeps.json()["sweeps"]]
+    one = session.get(f"{base}/sweeps/zfuzz002", timeout=30)
+    check(one)
+    assert one.status_code == 404 and "cannot be read" in one.json()["message"]
+
+
 def test_cluster_still_runs_a_normal_job_afterwards(server):
     session, base, cluster = server
     waiting = getattr(test_patch_bodies, "job", None)
