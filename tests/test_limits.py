@@ -119,3 +119,16 @@ def test_sweep_specs_are_bounded(spec, message):
     with pytest.raises(InvalidRequest) as info:
         parse_spec(spec, allow_file=False)
     assert message in str(info.value) and "\n" not in str(info.value), info.value
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("min_gpus", 2**63, "at most 2**63-1"), ("max_gpus", 2**64, "at most 2**63-1"),
+    ("timeout", 1e30, "at most 2592000 s"), ("priority", 2**63, "priority must be between"),
+])
+def test_sweep_options_are_bounded_like_jobs(workspace, option, value, message):
+    from nbrunner.sweeps import prepare
+
+    with pytest.raises(InvalidRequest) as info:
+        prepare(Settings.load(workspace), "hello.ipynb", "parameters: {NAME: [a, b]}\n" + SPEC,
+                base=workspace, options={option: value})
+    assert message in str(info.value) and "\n" not in str(info.value), info.value
