@@ -11,18 +11,24 @@ if [ ! -x "$SYSPY" ]; then
 fi
 work=$(mktemp -d /tmp/nbrqs.XXXXXX)
 up_pid=""
+step() { echo "check_quickstart: $*" >&2; }
 cleanup() {
+  rc=$?
   if [ -n "$up_pid" ] && kill -0 "$up_pid" 2>/dev/null; then kill -INT "$up_pid"; wait "$up_pid" || true; fi
+  if [ "$rc" -ne 0 ] && [ -f "$work/up.log" ]; then tail -20 "$work/up.log" >&2; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
+step "clone"
 git clone -q "$PWD" "$work/nbrunner"   # what is committed, nothing else
 cd "$work/nbrunner"
 unset PYTHONPATH NBRUNNER_WORKSPACE NBRUNNER_REDIS_URL NBRUNNER_STORAGE VIRTUAL_ENV
 export NBRUNNER_RUNTIME_DIR="$work/runtime"
+step "setup with $SYSPY"
 PYTHON="$SYSPY" bash scripts/setup.sh >/dev/null
 .venv/bin/nbrunner --help >/dev/null
 .venv/bin/python -c 'import nbrunner, pathlib, sys; assert pathlib.Path(nbrunner.__file__).is_relative_to(pathlib.Path.cwd()), nbrunner.__file__'
+step "nbrunner up, submit from the directory above, list, stop"
 .venv/bin/nbrunner up --dir notebooks --no-lab --gpus 0 --workers 1 >"$work/up.log" 2>&1 &
 up_pid=$!
 for _ in $(seq 120); do .venv/bin/nbrunner cluster --json >/dev/null 2>&1 && break; sleep 0.5; done
