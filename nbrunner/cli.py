@@ -243,7 +243,7 @@ def list_clusters(as_json: bool = typer.Option(False, "--json")) -> None:
 
     table = Table(title=f"{len(clusters)} running cluster(s)")
     for col in ("workspace", "redis", "pid", "started_at", "lab"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for c in clusters:
         table.add_row(c["workspace"], c["redis_url"], str(c["pid"]), c["started_at"] or "", c["lab_url"] or "")
     console.print(table)

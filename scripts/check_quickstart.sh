@@ -33,6 +33,6 @@ step "nbrunner up, submit from the directory above, list, stop"
 up_pid=$!
 for _ in $(seq 120); do .venv/bin/nbrunner cluster --json >/dev/null 2>&1 && break; sleep 0.5; done
 job=$(.venv/bin/nbrunner submit notebooks/hello.ipynb --wait)   # from the directory above the workspace
-.venv/bin/nbrunner list | grep -q notebooks
+.venv/bin/nbrunner list --json | grep -q '/notebooks"' 
 kill -INT "$up_pid"; wait "$up_pid"; up_pid=""
 echo "quickstart on $("$SYSPY" --version) from a clean clone: ok (job ${job%% *})"
