@@ -32,7 +32,10 @@ step "nbrunner up, submit from the directory above, list, stop"
 .venv/bin/nbrunner up --dir notebooks --no-lab --gpus 0 --workers 1 >"$work/up.log" 2>&1 &
 up_pid=$!
 for _ in $(seq 120); do .venv/bin/nbrunner cluster --json >/dev/null 2>&1 && break; sleep 0.5; done
-job=$(.venv/bin/nbrunner submit notebooks/hello.ipynb --wait)   # from the directory above the workspace
-.venv/bin/nbrunner list --json | grep -q '/notebooks"' 
-kill -INT "$up_pid"; wait "$up_pid"; up_pid=""
+job=$(.venv/bin/nbrunner submit notebooks/hello.ipynb --wait) || { echo "submit: $job" >&2; exit 1; }  # from above the workspace
+listing=$(.venv/bin/nbrunner list --json)
+case "$listing" in *'/notebooks"'*) ;; *) echo "nbrunner list does not show the cluster: $listing" >&2; exit 1 ;; esac
+kill -INT "$up_pid"
+wait "$up_pid" || { echo "nbrunner up exited with $?" >&2; exit 1; }
+up_pid=""
 echo "quickstart on $("$SYSPY" --version) from a clean clone: ok (job ${job%% *})"
