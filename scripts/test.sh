@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Set up and run the whole test suite (what CI runs).
+# Set up and run the whole test suite (what CI runs): install into the project venv .venv, check
+# the Quickstart from a clean clone with the stock Debian python, then pytest in .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+bash scripts/setup.sh
 # system tools the tests drive: Debian's chromium (browser tests), docker-compose (validates docker/),
 # iproute2 (network namespaces for the multi-host test)
 missing=()
@@ -13,4 +14,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-exec python3 -m pytest -q "$@"
+bash scripts/check_quickstart.sh
+exec .venv/bin/python -m pytest -q "$@"

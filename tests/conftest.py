@@ -9,6 +9,9 @@ import pytest
 
 from support import REPO, short_tmpdir
 
+# clusters started by the tests register in a runtime directory of their own, not the user's
+os.environ["NBRUNNER_RUNTIME_DIR"] = str(short_tmpdir("nbrrt"))
+
 
 @pytest.fixture
 def workspace(monkeypatch) -> Path:

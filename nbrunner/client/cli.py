@@ -17,10 +17,10 @@ from rich.console import Console
 from . import render
 
 try:  # typer >= 0.25 vendors its own click
-    from typer._click.exceptions import ClickException, UsageError
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
     from typer.exceptions import Abort, Exit
 except ImportError:  # pragma: no cover
-    from click.exceptions import Abort, ClickException, Exit, UsageError
+    from click.exceptions import Abort, ClickException, Exit, NoArgsIsHelpError, UsageError
 from ..core.errors import NbrunnerError, NoCluster
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
@@ -125,14 +125,12 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
     """Queue a notebook as a job and print its id."""
     parameters: dict[str, Any] = {}
     if params_file is not None:
-        import yaml
+        from ..core.limits import load_yaml, read_limited
 
         try:
-            loaded = yaml.safe_load(params_file.read_text())
+            loaded = load_yaml(read_limited(params_file), str(params_file))  # no aliases, bounded size and depth
         except OSError as exc:
-            raise NbrunnerError(f"cannot read {params_file}: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            raise NbrunnerError(f"{params_file} is not valid YAML: {str(exc).splitlines()[0]}") from None
+            raise NbrunnerError(f"cannot read {params_file}: {exc.strerror or exc.__class__.__name__}") from None
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
@@ -229,6 +227,28 @@ def cluster_cmd(as_json: bool = typer.Option(False, "--json"), workspace: Option
     _print_json(status) if as_json else console.print(render.cluster_table(status))
 
 
+@app.command("list")
+def list_clusters(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List the clusters running on this machine (workspace, Redis, pid, JupyterLab URL)."""
+    from ..core.discovery import public, running
+
+    clusters = [public(c) for c in running()]
+    if as_json:
+        _print_json({"clusters": clusters})
+        return
+    if not clusters:
+        print("no nbrunner cluster is running: start one with `nbrunner up`")
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{len(clusters)} running cluster(s)")
+    for col in ("workspace", "redis", "pid", "started_at", "lab"):
+        table.add_column(col, overflow="fold")
+    for c in clusters:
+        table.add_row(c["workspace"], c["redis_url"], str(c["pid"]), c["started_at"] or "", c["lab_url"] or "")
+    console.print(table)
+
+
 @app.command()
 def worker(gpus: str = typer.Option("auto", help="GPU slots: a number (CPU slots) or 'auto'"),
            host: Optional[str] = typer.Option(None, help="host name to register (default: this host's name)"),
@@ -275,9 +295,15 @@ def _join_parameters(argv: list[str]) -> list[str]:
     out, i = [], 0
     while i < len(argv):
         tok = argv[i]
+        if tok == "--":
+            out += argv[i:]
+            break
         if tok in ("-p", "--parameter") and i + 1 < len(argv) and "=" not in argv[i + 1]:
             if i + 2 >= len(argv):
                 raise UsageError(f"{tok} needs a name and a value")
+            if argv[i + 2].startswith("--") and len(argv[i + 2]) > 2:  # `-p NAME --timeout 5`: a value is missing
+                raise UsageError(f"{tok} {argv[i + 1]} needs a value before {argv[i + 2]} "
+                                 f"(write {tok} {argv[i + 1]}={argv[i + 2]} for a value that starts with --)")
             out += [tok, f"{argv[i + 1]}={argv[i + 2]}"]
             i += 3
             continue
@@ -397,8 +423,14 @@ def main(argv: Optional[list[str]] = None) -> None:
     try:
         argv = _join_parameters(list(sys.argv[1:] if argv is None else argv))
         rv = app(args=argv, prog_name="nbrunner", standalone_mode=False)
+    except NoArgsIsHelpError as exc:  # bare `nbrunner` or `nbrunner model`: the help, no error
+        text = exc.format_message()
+        if text.strip():
+            print(text)
+        sys.exit(0)
     except (UsageError, ClickException) as exc:
-        print(f"nbrunner: {exc.format_message().splitlines()[0]}", file=sys.stderr)
+        lines = exc.format_message().strip().splitlines()
+        print(f"nbrunner: {lines[0] if lines else 'invalid usage (see --help)'}", file=sys.stderr)
         sys.exit(2)
     except Abort:
         sys.exit(130)

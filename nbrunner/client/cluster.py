@@ -11,6 +11,7 @@ import redis
 from ..control import grants, submit
 from ..control.registration import live_capacity
 from ..core.config import Settings, redact
+from ..core.discovery import resolve
 from ..core.errors import NoCluster
 from ..core.keys import LEASE, POLICY
 from ..core.store import JobStore
@@ -113,7 +114,7 @@ class Cluster:
 
 def connect(workspace: str | os.PathLike | None = None) -> Cluster:
     """Attach to the cluster running in ``workspace`` (or ``NBRUNNER_REDIS_URL``)."""
-    settings = Settings.load(workspace)
+    settings = resolve(workspace)  # NBRUNNER_REDIS_URL, --dir, the cluster around the cwd, the only one running
     cluster = Cluster(settings, _reachable(settings))
     session.remember(cluster, replace=False)
     return cluster

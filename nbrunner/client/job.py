@@ -92,7 +92,10 @@ def read_log(job_dir: Path, offset: int = 0) -> tuple[str, int]:
     path = job_dir / "logs" / "driver.log"
     if not path.exists():
         return "", offset
+    offset = max(0, offset)
+    if offset >= path.stat().st_size:  # nothing new (an offset past the end reads nothing)
+        return "", offset
     with open(path, "rb") as f:
-        f.seek(max(0, offset))
+        f.seek(offset)
         data = f.read()
     return data.decode("utf-8", errors="replace"), max(0, offset) + len(data)

@@ -20,6 +20,9 @@ import socket
 import threading
 import time
 from collections import defaultdict
+from contextlib import contextmanager
+
+import redis
 
 from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob
@@ -27,8 +30,10 @@ from rq.job import Job as RqJob
 from ..core.allocate import allocate
 from ..core.config import JOB_GRACE_S, Settings
 from ..core.keys import ACTIVE, LEASE, POLICY, job_key
+from ..core.limits import MAX_TIMEOUT_S
 from ..core.models import JobRecord, utcnow
 from ..core.placement import Slot, Step, admitted, demand_of, plan, started
+from ..core.quarantine import quarantine_job
 from ..core.store import JobStore
 from . import grants
 from .queues import DEFAULT_QUEUE, host_queue, queue, rq_connection, rq_job_id
@@ -45,6 +50,46 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
+
+
+@contextmanager
+def contained(store: JobStore, rec: JobRecord, what: str):
+    """Run one job's part of a pass; an error that is not Redis's quarantines that job only."""
+    try:
+        yield
+    except redis.RedisError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one bad record must never stop the pass
+        log.warning("job %s %s: %s: %s", rec.id, what, exc.__class__.__name__, exc)
+        quarantine_job(store, rec.id, f"the job {what} ({exc.__class__.__name__}: {exc})")
+
+
+def placeable(store: JobStore, live: list[JobRecord], total: int, policy: str):
+    """(jobs, demands, shares) of the live jobs the allocator accepts; a job whose demand it
+    refuses (e.g. a GPU count out of range written by an older version) is quarantined."""
+    def refused(rec: JobRecord, exc: Exception) -> None:
+        quarantine_job(store, rec.id, f"the job could not be placed ({exc.__class__.__name__}: {exc})")
+
+    demands, kept = [], []
+    for rec in live:
+        try:
+            demands.append(demand_of(rec))
+            kept.append(rec)
+        except Exception as exc:  # noqa: BLE001
+            refused(rec, exc)
+    try:
+        return kept, demands, allocate(total, demands, policy) if demands else {}
+    except (ValueError, TypeError, OverflowError):
+        pass
+    good = []
+    for rec, d in zip(kept, demands):  # find the demands the allocator refuses, one by one
+        try:
+            allocate(total, [d], policy)
+            good.append((rec, d))
+        except Exception as exc:  # noqa: BLE001
+            refused(rec, exc)
+    kept, demands = [r for r, _ in good], [d for _, d in good]
+    return kept, demands, allocate(total, demands, policy) if demands else {}
 
 
 class Scheduler:
@@ -108,7 +153,7 @@ class Scheduler:
             if raw is None:
                 self.r.srem(ACTIVE, jid)
                 continue
-            out.append(JobRecord.model_validate_json(raw))
+            out.append(self.store.load(jid, raw))  # an unreadable record comes back quarantined
         return out
 
     def step(self) -> None:
@@ -128,15 +173,16 @@ class Scheduler:
             by_job[jid].append(slot)
         live = cap.slots
         for rec in jobs:
-            if rec.status == "running" and rec.worker not in cap.workers:
-                self.lost(rec)
-            elif rec.status == "queued" and rec.dispatched and not self._dispatch_alive(rec, cap):
-                self.undispatch(rec)
-            elif rec.finished and (rec.released or rec.worker not in cap.workers):
-                if by_job.get(rec.id):
-                    grants.release(self.r, rec.id, by_job.pop(rec.id), reason="finished")
-                    grants.sync_record(self.store, rec.id)
-                self.r.srem(ACTIVE, rec.id)
+            with contained(self.store, rec, "could not be recovered"):
+                if rec.status == "running" and rec.worker not in cap.workers:
+                    self.lost(rec)
+                elif rec.status == "queued" and rec.dispatched and not self._dispatch_alive(rec, cap):
+                    self.undispatch(rec)
+                elif rec.finished and (rec.released or rec.worker not in cap.workers):
+                    if by_job.get(rec.id):
+                        grants.release(self.r, rec.id, by_job.pop(rec.id), reason="finished")
+                        grants.sync_record(self.store, rec.id)
+                    self.r.srem(ACTIVE, rec.id)
         dead = defaultdict(list)
         for slot, jid in held.items():
             if slot not in live:
@@ -237,14 +283,14 @@ class Scheduler:
         step wait for the next pass."""
         live = [r for r in jobs if not r.finished and not r.cancel_requested]
         total = len(cap.slots)
-        demands = [demand_of(r) for r in live]
         policy = self.policy
-        shares = allocate(total, demands, policy) if demands else {}
+        live, demands, shares = placeable(self.store, live, total, policy)
         grant_of = {r.id: [tuple(s) for s in grants.read_grant(self.r, r.id)["slots"]]
                     for r in live if started(r) and r.elastic}
         steps = plan(live, shares, admitted(total, demands, policy), grant_of, cap.slots - set(held), policy)
         for step in steps:
-            self.apply(step)
+            with contained(self.store, step.rec, "could not be placed"):
+                self.apply(step)
 
     def apply(self, step: Step) -> None:
         """Carry out one step of the plan."""
@@ -298,7 +344,8 @@ class Scheduler:
             return
         grants.write_grant(self.r, rec.id, slots)
         grants.sync_record(self.store, rec.id)
-        timeout = -1 if not new.timeout else int(new.timeout + JOB_GRACE_S)
+        # rq's own limit stays above the job's wall time (enforced by run_job) and within SIGALRM's range
+        timeout = -1 if not new.timeout else int(min(new.timeout, MAX_TIMEOUT_S) + JOB_GRACE_S)
         queue(self.store, host_queue(host) if host else DEFAULT_QUEUE).enqueue_call(
             "nbrunner.execution.execute.run_job", args=(new.id, new.attempt), job_id=rq_job_id(new.id, new.attempt),
             timeout=timeout, result_ttl=3600, failure_ttl=24 * 3600, description=f"nbrunner job {new.id}",

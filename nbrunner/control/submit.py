@@ -30,6 +30,13 @@ def new_id() -> str:
     return secrets.choice(string.ascii_lowercase) + "".join(secrets.choice(ID_ALPHABET) for _ in range(7))
 
 
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a name too long, a NUL byte
+        return False
+
+
 def resolve_notebook(settings: Settings, notebook: str, base: Path | None = None) -> Path:
     """The notebook's real path, refused unless it is a notebook file inside the workspace.
 
@@ -38,7 +45,7 @@ def resolve_notebook(settings: Settings, notebook: str, base: Path | None = None
     root = settings.workspace
     raw = Path(notebook).expanduser()
     path = raw if raw.is_absolute() else root / raw
-    if base is not None and not raw.is_absolute() and (base / raw).exists():
+    if base is not None and not raw.is_absolute() and _exists(base / raw):
         path = base / raw  # CLI and Python: relative to the current directory first
     try:
         real = path.resolve(strict=True)
@@ -94,6 +101,44 @@ def check_kernel(kernel: str) -> None:
         raise InvalidRequest(f"unknown kernel: {kernel!r}") from None
 
 
+def check_notebook_kernel(nb: nbformat.NotebookNode, shown: str) -> None:
+    """The kernel a notebook names in its metadata must exist here (papermill would fail later)."""
+    spec = nb.metadata.get("kernelspec")
+    name = spec.get("name") if isinstance(spec, dict) else None
+    if isinstance(name, str) and name:
+        try:
+            check_kernel(name)
+        except InvalidRequest:
+            raise InvalidRequest(f"unknown kernel {name!r} named in the metadata of {shown} "
+                                 "(pass kernel= to run it with another)") from None
+
+
+def check_language(language: str) -> None:
+    """papermill ``-l``: a language papermill can write parameters in."""
+    from papermill.translators import papermill_translators
+
+    known = sorted(papermill_translators._translators)
+    if language not in known:
+        raise InvalidRequest(f"unknown language {language!r} (papermill knows {', '.join(known)})")
+
+
+def resolve_cwd(settings: Settings, cwd: str, base: Path | None = None) -> str:
+    """papermill ``--cwd``: a directory inside the workspace, kept relative to it."""
+    raw = Path(cwd).expanduser()
+    path = raw if raw.is_absolute() else (base / raw if base is not None and _exists(base / raw)
+                                          else settings.workspace / raw)
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise InvalidRequest(f"cwd not found: {cwd}") from None
+    root = settings.workspace
+    if real != root and root not in real.parents:
+        raise InvalidRequest(f"cwd is outside the workspace: {cwd}")
+    if not real.is_dir():
+        raise InvalidRequest(f"cwd is not a directory: {cwd}")
+    return relative_to_workspace(settings, real) if real != root else "."
+
+
 def relative_to_workspace(settings: Settings, path: Path) -> str:
     try:
         return str(path.relative_to(settings.workspace))
@@ -110,6 +155,11 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any] | JobReq
     nb = read_notebook(path, shown)
     if req.kernel:
         check_kernel(req.kernel)
+    else:
+        check_notebook_kernel(nb, shown)
+    if req.language:
+        check_language(req.language)
+    cwd = resolve_cwd(settings, req.cwd, base) if req.cwd else None
 
     for _ in range(10):
         job_id = new_id()
@@ -137,6 +187,9 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any] | JobReq
             sweep=req.sweep,
             timeout=req.timeout,
             kernel=req.kernel,
+            language=req.language,
+            cwd=cwd,
+            report_mode=req.report_mode,
             retries=DEFAULT_RETRIES if req.retries is None else req.retries,
             elastic=uses_grants(nb),
         )

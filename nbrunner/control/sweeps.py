@@ -60,7 +60,11 @@ def get_record(store: JobStore, sweep_id: str) -> SweepRecord:
     raw = store.r.get(sweep_key(sweep_id)) if isinstance(sweep_id, str) else None
     if raw is None:
         raise NotFound(f"no sweep {sweep_id!r}")
-    return SweepRecord.model_validate_json(raw)
+    try:
+        return SweepRecord.model_validate_json(raw)
+    except Exception as exc:  # noqa: BLE001 - an unreadable record: listed as missing, never a 500
+        log.warning("sweep %s: its record cannot be read (%s)", sweep_id, exc.__class__.__name__)
+        raise NotFound(f"sweep {sweep_id!r} has a record that cannot be read ({exc.__class__.__name__})") from None
 
 
 def _save(store: JobStore, rec: SweepRecord) -> None:
@@ -209,7 +213,11 @@ def advance_sweep(store: JobStore, settings: Settings, sweep_id: str, wait: floa
         if raw is None:
             store.r.srem(ACTIVE_SWEEPS, sweep_id)
             return None
-        rec = SweepRecord.model_validate_json(raw)
+        try:
+            rec = SweepRecord.model_validate_json(raw)
+        except Exception:  # noqa: BLE001 - unreadable: no longer advanced (its jobs run on as jobs)
+            store.r.srem(ACTIVE_SWEEPS, sweep_id)
+            raise
         if rec.finished:
             store.r.srem(ACTIVE_SWEEPS, sweep_id)
             return rec
@@ -227,7 +235,7 @@ def jobs_of(store: JobStore, ids: Iterable[str]) -> dict[str, JobRecord]:
     out = {}
     for jid, raw in zip(ids, store.r.mget([job_key(i) for i in ids])):
         if raw is not None:
-            out[jid] = JobRecord.model_validate_json(raw)
+            out[jid] = store.load(jid, raw)  # an unreadable trial is quarantined, the sweep goes on
     return out
 
 

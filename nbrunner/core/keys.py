@@ -9,6 +9,7 @@ from __future__ import annotations
 PREFIX = "nbrunner:"
 JOBS = PREFIX + "jobs"  # sorted set of job ids by creation time
 EVENTS = PREFIX + "events"  # stream of job and cluster events
+EVENTS_MAXLEN = 20000  # events kept in the stream (approximately)
 ACTIVE = PREFIX + "active"  # jobs the scheduler still looks after
 LEASE = PREFIX + "scheduler"  # the active scheduler's lease ("<host>.<pid>", with a TTL)
 POLICY = PREFIX + "policy"  # the allocation policy the active scheduler applies

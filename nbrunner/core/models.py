@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import keyword
 import math
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -9,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import InvalidRequest
+from .limits import MAX_INT64, MAX_TIMEOUT_S, check_request
 
 Status = Literal["queued", "running", "completed", "failed", "cancelled"]
 FINISHED = ("completed", "failed", "cancelled")
@@ -52,6 +54,9 @@ class JobRequest(BaseModel):
     priority: int = PRIORITY_DEFAULT
     timeout: float | None = None
     kernel: str | None = None
+    language: str | None = None  # papermill -l: the kernel language, when no kernel is named
+    cwd: str | None = None  # the notebook's working directory (relative to the workspace)
+    report_mode: bool = False  # papermill --report-mode: hide the input of code cells in the output
     sweep: str | None = None
     retries: int | None = None
 
@@ -70,6 +75,8 @@ class JobRequest(BaseModel):
         for key in v:
             if not key.isidentifier():
                 raise ValueError(f"parameter name {key!r} is not a Python identifier")
+            if keyword.iskeyword(key):
+                raise ValueError(f"parameter name {key!r} is a Python keyword")
         return _check_json(v, "parameters")
 
     @field_validator("name")
@@ -86,6 +93,8 @@ class JobRequest(BaseModel):
     def _non_negative(cls, v: int | None, info) -> int | None:
         if v is not None and v < 0:
             raise ValueError(f"{info.field_name} must be >= 0, got {v}")
+        if v is not None and v > MAX_INT64:
+            raise ValueError(f"{info.field_name} must be at most 2**63-1")
         return v
 
     @field_validator("priority")
@@ -104,6 +113,8 @@ class JobRequest(BaseModel):
             raise ValueError("timeout must be a number of seconds")
         if not math.isfinite(v) or v <= 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {v}")
+        if v > MAX_TIMEOUT_S:
+            raise ValueError(f"timeout must be at most {MAX_TIMEOUT_S} s (30 days), got {v:g}")
         return float(v)
 
     @model_validator(mode="after")
@@ -119,6 +130,7 @@ class JobRequest(BaseModel):
         """Validate a request, raising InvalidRequest with a one-line message."""
         if not isinstance(data, dict):
             raise InvalidRequest("a job request must be a JSON object")
+        check_request(data)
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
@@ -165,6 +177,9 @@ class JobRecord(BaseModel):
     # bookkeeping
     timeout: float | None = None
     kernel: str | None = None
+    language: str | None = None
+    cwd: str | None = None
+    report_mode: bool = False
     retries: int = 2
     attempt: int = 0  # number of times handed to a worker
     lost: int = 0  # times re-queued after its worker was lost

@@ -16,9 +16,7 @@ from .config import redact
 from .errors import NoCluster, NotFound
 from .models import JobRecord
 
-from .keys import ACTIVE, EVENTS, JOBS, job_key
-
-EVENTS_MAXLEN = 20000
+from .keys import ACTIVE, EVENTS, EVENTS_MAXLEN, JOBS, job_key
 
 
 def connect(url: str, **kwargs: Any) -> redis.Redis:
@@ -59,7 +57,16 @@ class JobStore:
         raw = self.r.get(job_key(job_id))
         if raw is None:
             raise NotFound(f"no job {job_id!r}")
-        return JobRecord.model_validate_json(raw)
+        return self.load(job_id, raw)
+
+    def load(self, job_id: str, raw: str) -> JobRecord:
+        """Parse a stored record; one that cannot be read is quarantined (see :mod:`nbrunner.quarantine`)."""
+        try:
+            return JobRecord.model_validate_json(raw)
+        except Exception as exc:  # noqa: BLE001 - a corrupt record must not break a listing or a pass
+            from .quarantine import quarantine_unreadable
+
+            return quarantine_unreadable(self, job_id, raw, exc)
 
     def find(self, job_id: str) -> JobRecord | None:
         try:
@@ -76,10 +83,10 @@ class JobStore:
             return []
         wanted = {status} if isinstance(status, str) else set(status) if status else None
         out = []
-        for raw in self.r.mget([job_key(i) for i in ids]):
+        for job_id, raw in zip(ids, self.r.mget([job_key(i) for i in ids])):
             if raw is None:
                 continue
-            rec = JobRecord.model_validate_json(raw)
+            rec = self.load(job_id, raw)
             if wanted is None or rec.status in wanted:
                 out.append(rec)
         return out
@@ -99,7 +106,14 @@ class JobStore:
                     if raw is None:
                         p.reset()
                         raise NotFound(f"no job {job_id!r}")
-                    rec = JobRecord.model_validate_json(raw)
+                    try:
+                        rec = JobRecord.model_validate_json(raw)
+                    except Exception as exc:  # noqa: BLE001 - quarantined, then changed like any record
+                        p.reset()
+                        from .quarantine import quarantine_unreadable
+
+                        quarantine_unreadable(self, job_id, raw, exc)
+                        continue
                     if change(rec) is False:
                         p.reset()
                         return None

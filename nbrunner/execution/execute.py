@@ -9,16 +9,18 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import socket
 from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
 
+from ..control.runtime import ENV_JOB_DIR, ENV_JOB_ID
 from ..core.config import Settings
 from ..core.models import JobRecord, utcnow
-from ..control.runtime import ENV_JOB_DIR, ENV_JOB_ID
 from ..core.store import JobStore
+from .deadline import Deadline, kernel_processes
 
 log = logging.getLogger("nbrunner.execute")
 
@@ -32,13 +34,17 @@ def one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def describe_failure(exc: BaseException, timeout: float | None, earlier: tuple = ()) -> str:
+def describe_failure(exc: BaseException, timeout: float | None, earlier: tuple = (), output: Path | None = None) -> str:
     """The one-line ``error`` of a failed job, naming its cause."""
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
     from rq.timeouts import JobTimeoutException
 
     if isinstance(exc, PapermillExecutionError):
+        if exc.ename == "CellExecutionError" and not exc.evalue and output is not None:
+            real = cell_error(output, exc.cell_index)  # e.g. a line magic's UsageError, shown only on stderr
+            if real:
+                return one_line(real)
         return one_line(f"{exc.ename}: {exc.evalue}" if exc.evalue else exc.ename)
     if isinstance(exc, (CellTimeoutError, JobTimeoutException, JobTimeout)):
         return f"timeout: the job ran longer than its {timeout:g} s limit" if timeout else "timeout"
@@ -52,16 +58,37 @@ def describe_failure(exc: BaseException, timeout: float | None, earlier: tuple =
     return one_line(f"{exc.__class__.__name__}: {exc}")
 
 
+ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)): (.+)$")
+
+
+def cell_error(output: Path, index: int) -> str | None:
+    """"Name: message" of the failed cell ``index`` when papermill only says CellExecutionError:
+    IPython shows some errors (``UsageError`` of an unknown magic) as stderr text, not as an error."""
+    try:
+        nb = nbformat.read(str(output), as_version=4)
+    except Exception:  # noqa: BLE001 - no notebook: the generic message stays
+        return None
+    failed = [c for c in nb.cells if c.get("metadata", {}).get("papermill", {}).get("exception")]
+    cell = failed[0] if failed else nb.cells[index] if 0 <= index < len(nb.cells) else None
+    if cell is None:
+        return None
+    found = None
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "error" and out.get("ename"):
+            return f"{out['ename']}: {out.get('evalue', '')}".rstrip(": ")
+        if out.get("output_type") == "stream" and out.get("name") == "stderr":
+            for line in strip_ansi(out.get("text", "")).splitlines():
+                m = ERROR_LINE.match(line.strip())
+                if m:
+                    found = f"{m.group(1)}: {m.group(2)}"
+    return found
+
+
+def strip_ansi(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
+
+
 KERNEL_KILLED = "kernel killed"  # from outside (OOM killer, an admin): the job is retried
-
-
-def kernel_processes() -> list:
-    """The ``Popen`` objects of the kernels papermill started in this process."""
-    import gc
-    import subprocess
-
-    return [obj for obj in gc.get_objects()
-            if isinstance(obj, subprocess.Popen) and "ipykernel" in " ".join(map(str, obj.args or []))]
 
 
 def kernel_exit_code(earlier: tuple = ()) -> int | None:
@@ -214,10 +241,11 @@ def papermill_log(path: Path):
         handler.close()
 
 
-def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kernels: list) -> None:
+def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kernels: list, deadline: Deadline) -> None:
     """papermill on the job's input snapshot, into ``output.ipynb``.  A kernel that dies before
     running a cell is started again (``KERNEL_START_TRIES`` in all); the processes of the kernels
-    that failed so are added to ``failed_kernels`` (held: their ids could be reused)."""
+    that failed so are added to ``failed_kernels`` (held: their ids could be reused).  The
+    ``deadline`` ends the whole run at the job's wall-time limit."""
     import papermill as pm
 
     output = job_dir / "output.ipynb"
@@ -229,7 +257,10 @@ def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kerne
                 str(output),
                 parameters=rec.parameters,
                 kernel_name=rec.kernel,
-                execution_timeout=math.ceil(rec.timeout) if rec.timeout else None,
+                language=rec.language,
+                report_mode=rec.report_mode,
+                # a backstop per cell; the deadline ends the job at its wall time
+                execution_timeout=math.ceil(rec.timeout) + 60 if rec.timeout else None,
                 progress_bar=False,
                 log_output=True,
                 stdout_file=out,
@@ -241,7 +272,7 @@ def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kerne
             )
             return
         except Exception as exc:
-            if not tries_left or not never_started(exc, output):
+            if not tries_left or deadline.expired.is_set() or not never_started(exc, output):
                 raise
             out.write(f"\n[nbrunner] the kernel failed to start ({one_line(exc)}); starting it again\n")
             failed_kernels[:] = kernel_processes()
@@ -268,13 +299,18 @@ def run_job(job_id: str, attempt: int) -> str:
     notebook_dir = (settings.workspace / rec.notebook).parent
     cwd = notebook_dir if notebook_dir.is_dir() else job_dir
 
+    if rec.cwd:
+        cwd = settings.workspace / rec.cwd
     status, error = "completed", None
-    failed_kernels: list = []
-    with papermill_log(logs / "papermill.log"), open(logs / "driver.log", "a", buffering=1) as out:
+    failed_kernels: list = []  # kernels that died before running a cell (held: ids could be reused)
+    deadline = Deadline(rec.timeout)  # the timeout is the job's whole wall time
+    with papermill_log(logs / "papermill.log"), open(logs / "driver.log", "a", buffering=1) as out, deadline:
         try:
-            execute_notebook(rec, job_dir, cwd, out, failed_kernels)
+            execute_notebook(rec, job_dir, cwd, out, failed_kernels, deadline)
         except BaseException as exc:  # noqa: BLE001 - every way a notebook can end is recorded
-            status, error = "failed", describe_failure(exc, rec.timeout, tuple(failed_kernels))
+            status, error = "failed", describe_failure(exc, rec.timeout, tuple(failed_kernels), output)
+            if deadline.expired.is_set():
+                error = describe_failure(JobTimeout(), rec.timeout)
             out.write(f"\n[nbrunner] job failed: {error}\n")
             if output.exists():
                 mark_failure(output, error)

@@ -92,7 +92,16 @@ class Supervisor:
             self._spawn(child)
         self._watch = threading.Thread(target=self._watch_loop, name="nbrunner-supervisor", daemon=True)
         self._watch.start()
+        from ..core.discovery import register
+
+        self._runtime_file = register(self.settings, self.lab_url())  # `nbrunner list` and discovery find it
         return self
+
+    def lab_url(self) -> str | None:
+        if self.lab_port is None:
+            return None
+        token = next((a.split("=", 1)[1] for a in self.lab_args if a.startswith("--IdentityProvider.token=")), None)
+        return f"http://127.0.0.1:{self.lab_port}/lab" + (f"?token={token}" if token else "")
 
     def _spawn(self, child: Child) -> None:
         with open(child.log, "ab") as out:
@@ -118,6 +127,9 @@ class Supervisor:
 
     def stop(self, timeout: float = 15.0) -> None:
         """Stop everything this supervisor started, leaving no process behind."""
+        from ..core.discovery import unregister
+
+        unregister(getattr(self, "_runtime_file", None))
         self._stop.set()
         if self._watch is not None:
             self._watch.join(timeout=5)

@@ -14,6 +14,7 @@ from ..control import submit
 from ..client.cluster import Cluster, connect
 from ..client.job import read_log
 from ..core.errors import InvalidRequest, NbrunnerError, NotFound
+from ..core.limits import MAX_INT64, bad_input, loads_json
 from ..core.models import JobRecord
 
 API = r"/nbrunner/api"
@@ -45,7 +46,11 @@ class BaseHandler(APIHandler):
         self.finish(json.dumps({"message": message}))
 
     def _handle_request_exception(self, e: BaseException) -> None:
+        if not isinstance(e, NbrunnerError) and bad_input(e) is not None:  # hostile input, not a bug: 400
+            e = InvalidRequest(bad_input(e))
         if isinstance(e, NbrunnerError):
+            if self._finished:
+                return
             self.send_error(e.status, exc_info=(type(e), e, e.__traceback__))
             return
         super()._handle_request_exception(e)
@@ -76,10 +81,7 @@ class BaseHandler(APIHandler):
         raw = self.request.body or b""
         if len(raw) > MAX_BODY:
             raise InvalidRequest(f"request body larger than {MAX_BODY // 1024} KiB")
-        try:
-            data = json.loads(raw or b"{}")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise InvalidRequest("request body is not valid JSON") from None
+        data = loads_json(raw or b"{}")
         if not isinstance(data, dict):
             raise InvalidRequest("request body must be a JSON object")
         return data
@@ -118,6 +120,8 @@ class JobsHandler(BaseHandler):
             data["notebook"] = str(root / data["notebook"])
         if "sweep" in data:
             raise InvalidRequest("unknown field 'sweep' (trials are created by POST /sweeps)")
+        if data.get("cwd") is not None:  # like the notebook: relative to the server root
+            data["cwd"] = str(root / self.relative_path(data["cwd"], "cwd"))
         rec = submit.submit(cluster.store, cluster.settings, data, owner=self.user())
         self.reply(rec.to_dict(), 201)
 
@@ -147,8 +151,8 @@ class LogHandler(BaseHandler):
         self.job(job_id)
         raw = self.get_query_argument("offset", "0")
         try:
-            offset = int(raw)
-            if offset < 0:
+            offset = int(raw) if len(raw) <= 20 else -1
+            if not 0 <= offset <= MAX_INT64:
                 raise ValueError
         except ValueError:
             raise InvalidRequest(f"offset must be a non-negative integer, got {raw!r}") from None

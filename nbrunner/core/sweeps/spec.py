@@ -25,6 +25,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..errors import InvalidRequest
+from ..limits import (MAX_INT64, MAX_YAML_DEPTH, MIN_INT64, check_depth, check_ints, check_parameter_name, check_text,
+                      load_yaml, read_limited)
 
 MAX_TRIALS = 1000
 TOP_KEYS = ("parameters", "generate", "seed", "max_parallel", "objective", "early_stopping")
@@ -76,8 +78,6 @@ def _fmt(v: Any) -> str:
 
 def read_spec(spec: Any, allow_file: bool = True) -> dict[str, Any]:
     """The raw mapping of a spec given as a dict, YAML text or (``allow_file``) a YAML file path."""
-    import yaml
-
     if isinstance(spec, SweepSpec):
         return spec.to_dict()
     source = "sweep spec"
@@ -86,22 +86,18 @@ def read_spec(spec: Any, allow_file: bool = True) -> dict[str, Any]:
             raise InvalidRequest("sweep spec must be a mapping or YAML text")
         path = Path(spec).expanduser()
         try:
-            spec = path.read_text()
+            spec = read_limited(path)
         except FileNotFoundError:
             raise InvalidRequest(f"sweep spec file not found: {path}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidRequest(f"cannot read sweep spec {path}: {getattr(exc, 'strerror', None) or exc.__class__.__name__}") from None
         source = f"sweep spec {path}"
-    if isinstance(spec, bytes):
-        spec = spec.decode("utf-8", errors="replace")
-    if isinstance(spec, str):
-        try:
-            spec = yaml.safe_load(spec)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise InvalidRequest(f"{source} is not valid YAML: {problem}{where}") from None
+    if isinstance(spec, (bytes, str)):
+        spec = load_yaml(spec, source)  # no aliases, bounded size and depth
+    elif isinstance(spec, dict):
+        check_text(spec, source)
+        check_depth(spec, source, MAX_YAML_DEPTH)
+        check_ints(spec, source)
     if not isinstance(spec, dict):
         kind = "nothing" if spec is None else type(spec).__name__
         raise InvalidRequest(f"{source} must be a mapping (parameters, objective, ...), got {kind}")
@@ -147,6 +143,8 @@ def _check_distribution(name: str, dist: dict) -> dict:
     elif kind == "randint":
         if not isinstance(args, list) or len(args) != 2 or not all(_is_int(a) for a in args):
             raise InvalidRequest(f"parameter {name!r}: randint needs two integers [low, high], got {_fmt(args)}")
+        if not all(MIN_INT64 <= a < MAX_INT64 for a in args):
+            raise InvalidRequest(f"parameter {name!r}: randint bounds must be 64-bit integers (-2**63 .. 2**63-2)")
         if args[0] > args[1]:
             raise InvalidRequest(f"parameter {name!r}: randint bounds are reversed ({_fmt(args)}: low must come first)")
     elif kind == "choice":
@@ -179,8 +177,7 @@ def parse_spec(spec: Any, allow_file: bool = True) -> SweepSpec:
         raise InvalidRequest("parameters must be a mapping of parameter names to values, lists or distributions")
     checked: dict[str, Any] = {}
     for name, value in params.items():
-        if not isinstance(name, str) or not name.isidentifier():
-            raise InvalidRequest(f"parameter name {name!r} is not a Python identifier")
+        check_parameter_name(name)
         if isinstance(value, dict):
             checked[name] = _check_distribution(name, value)
         elif isinstance(value, list):
@@ -191,7 +188,7 @@ def parse_spec(spec: Any, allow_file: bool = True) -> SweepSpec:
             checked[name] = _json_value(value, f"parameter {name!r}")
     generate = 1 if raw.get("generate") is None else _check_positive_int(raw, "generate", False)
     seed = raw.get("seed")
-    if seed is not None and (not _is_int(seed) or seed < 0):
+    if seed is not None and (not _is_int(seed) or not 0 <= seed <= MAX_INT64):
         raise InvalidRequest(f"seed must be a non-negative integer, got {_fmt(seed)}")
     max_parallel = _check_positive_int(raw, "max_parallel", True)
 
