@@ -14,6 +14,7 @@ _EXPORTS = {
     "print_jobs_summary": ".cluster",
     "Cluster": ".cluster",
     "Job": ".cluster",
+    "JobsMonitor": ".widgets",
     "record": ".runtime",
     "save_model": ".registry",
     "NbrunnerError": ".errors",

@@ -39,6 +39,9 @@ def describe_failure(exc: BaseException, timeout: float | None, earlier: tuple =
     from rq.timeouts import JobTimeoutException
 
     if isinstance(exc, PapermillExecutionError):
+        if exc.ename == "ElasticTrainingError" and exc.evalue:
+            # its first line names the cause (a learner's exception); tracebacks follow
+            return one_line(exc.evalue.strip().splitlines()[0])
         return one_line(f"{exc.ename}: {exc.evalue}" if exc.evalue else exc.ename)
     if isinstance(exc, (CellTimeoutError, JobTimeoutException, JobTimeout)):
         return f"timeout: the job ran longer than its {timeout:g} s limit" if timeout else "timeout"

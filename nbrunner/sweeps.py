@@ -791,7 +791,7 @@ def leaderboard(rec: SweepRecord, jobs: dict[str, JobRecord]) -> list[dict[str, 
         objective = objective_of(job, metric)
         if objective is None and job is not None and t.values:
             objective = next((v for v in reversed(t.values) if v is not None), None)
-        rows.append((i, {"rank": None, "job": t.job, "parameters": t.parameters, "objective": objective,
+        rows.append((i, {"rank": None, "trial": i, "job": t.job, "parameters": t.parameters, "objective": objective,
                          "status": status}))
     ranked = [r for r in rows if r[1]["objective"] is not None]
     sign = -1.0 if mode == "max" else 1.0
