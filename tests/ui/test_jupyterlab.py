@@ -259,8 +259,25 @@ def test_cancel_a_running_job_from_the_panel(lab, page, tickers):
     cancel = row.get_by_test_id("nbrunner-job-cancel")
     expect(cancel).to_have_accessible_name(re.compile(r"Cancel job ticker"))
     cancel.click()
+    # A running job's work would be lost: the panel asks first.  "Keep running" keeps it.
+    confirm = page.get_by_test_id("nbrunner-cancel-confirm")
+    expect(confirm).to_be_visible()
+    expect(confirm).to_contain_text(job_id)
+    shot(page, "10a-cancel-confirmation")
+    confirm.get_by_test_id("nbrunner-cancel-confirm-keep").click()
+    expect(confirm).to_have_count(0)
+    assert lab.job(job_id)["status"] == "running"
+    expect(row).to_have_attribute("data-status", "running")
+    cancel.click()
+    expect(confirm).to_be_visible()
+    confirm.get_by_test_id("nbrunner-cancel-confirm-yes").click()
+    expect(confirm).to_have_count(0)
     expect(row).to_have_attribute("data-status", "cancelled")
     expect(row.get_by_test_id("nbrunner-job-cancel")).to_have_count(0)
+    # "cancelled" shows once: the badge, not again as an error line or a toast.
+    expect(row.get_by_test_id("nbrunner-job-error")).to_have_count(0)
+    expect(row.get_by_text("cancelled", exact=True)).to_have_count(1)
+    expect(page.locator(".Toastify__toast", has_text="ancelled")).to_have_count(0)
     expect(row.get_by_test_id("nbrunner-job-priority")).to_be_disabled()
     record = lab.job(job_id)
     assert record["status"] == "cancelled" and record["error"] == "cancelled"
