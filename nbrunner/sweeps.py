@@ -774,7 +774,9 @@ def objective_of(job: JobRecord | None, metric: str) -> float | None:
 
 
 def leaderboard(rec: SweepRecord, jobs: dict[str, JobRecord]) -> list[dict[str, Any]]:
-    """Every trial, best objective first; trials without an objective last with rank None."""
+    """Every trial, best objective first; trials without an objective last with rank None.
+    ``trial`` is the trial's index in the sweep (stable, unlike ``job``, which is None while
+    the trial is pending)."""
     spec = rec.parsed
     metric, mode = spec.objective.metric, spec.objective.mode
     rows = []
