@@ -84,6 +84,7 @@ def test_a_failed_training_job_names_the_learners_exception_and_logs_it(workspac
         error = job.record.error
         assert job.record.status == "failed"
         assert error.startswith(f"FileNotFoundError: no data_batch_* in {workspace / 'cifar'}"), error
+        assert "(raised by learner" in error  # the learner's exception, through ElasticTrainingError
         assert "Traceback" not in error and "\n" not in error
         text = job.logs()
         assert "--- learner log learner-" in text

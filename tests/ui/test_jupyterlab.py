@@ -506,6 +506,7 @@ def test_a_failed_training_job_names_its_cause_and_its_log_has_the_learners(lab,
     expect(row).to_have_attribute("data-status", "failed", timeout=RUN_TIMEOUT)
     error = row.get_by_test_id("nbrunner-job-error")
     expect(error).to_have_text(re.compile(r"^FileNotFoundError: no data_batch_\* in cifar"))
+    expect(error).to_contain_text("(raised by learner")
     expect(error).not_to_contain_text("Traceback")
     shot(page, "18-failed-job-root-cause")
     row.get_by_test_id("nbrunner-job-log").click()
