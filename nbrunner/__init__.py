@@ -14,6 +14,7 @@ _EXPORTS = {
     "print_jobs_summary": ".client.cluster",
     "Cluster": ".client.cluster",
     "Job": ".client.job",
+    "JobsMonitor": ".client.widgets",
     "record": ".control.runtime",
     "save_model": ".serving.registry",
     "NbrunnerError": ".core.errors",

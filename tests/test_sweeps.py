@@ -240,8 +240,9 @@ def test_sweep_runs_at_most_max_parallel_trials_and_ranks_them(sweep_ws):
     board = sweep.leaderboard()
     assert [e["parameters"]["X"] for e in board] == [4, 3, 2, 1]
     assert [e["rank"] for e in board] == [1, 2, 3, 4]
+    assert [e["trial"] for e in board] == [1, 3, 2, 0]  # X = [1, 4, 2, 3]: a row's trial index is stable
     assert [e["objective"] for e in board] == [6.0, 4.5, 3.0, 1.5]
-    assert all(set(e) == {"rank", "job", "parameters", "objective", "status"} and e["status"] == "completed"
+    assert all(set(e) == {"rank", "trial", "job", "parameters", "objective", "status"} and e["status"] == "completed"
                for e in board)
     d = sweep.to_dict()
     assert list(d) == ["id", "jobs", "leaderboard"] and d["id"] == sweep.id

@@ -196,3 +196,44 @@ def test_a_notebook_executed_by_papermill_saves_the_table(cluster, shared_worksp
     assert done.id in single["text/html"] and "completed" in single["text/plain"]
     assert "still running False" in "".join(o.get("text", "") for o in code[5].outputs)
     waiting.cancel()
+
+
+def test_jobs_monitor_is_public_and_filters_by_owner_status_and_sweep(cluster, too_big):
+    import getpass
+
+    import nbrunner
+
+    assert nbrunner.JobsMonitor is JobsMonitor and "JobsMonitor" in nbrunner.__all__
+    # The sweep first: a queued job that does not fit holds back the jobs submitted after it.
+    sweep = cluster.sweep("hello.ipynb", {"parameters": {"NAME": ["s1", "s2"]}, "max_parallel": 2,
+                                          "objective": {"metric": "score", "mode": "max"}})
+    mine = too_big(cluster, name="mine")
+    theirs = cluster.submit("hello.ipynb", name="theirs", min_gpus=2, max_gpus=2, owner="someone-else")
+    made = []
+    try:
+        everyone = cluster.monitor(interval=0.2)
+        made.append(everyone)
+        assert {mine.id, theirs.id} <= set(everyone.rows)
+
+        own = cluster.monitor(mine=True, interval=0.2)
+        made.append(own)
+        assert mine.id in own.rows and theirs.id not in own.rows
+        assert all(r.record.owner == getpass.getuser() for r in own.rows.values())
+
+        other = cluster.monitor(owner="someone-else", status="queued", interval=0.2)
+        made.append(other)
+        assert set(other.rows) == {theirs.id}
+        assert "owner someone-else" in other._title() and "queued" in other._title()
+
+        trials = cluster.monitor(sweep=sweep, interval=0.2)
+        made.append(trials)
+        ids = {j.id for j in sweep.jobs}
+        assert set(trials.rows) == ids and len(ids) == 2
+        assert f"sweep {sweep.id}" in trials.summary.value
+        with pytest.raises(ValueError, match="status must be one of"):
+            cluster.monitor(status="finished")
+    finally:
+        for m in made:
+            m.close()
+        if theirs.status == "queued":
+            theirs.cancel()

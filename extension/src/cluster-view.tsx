@@ -8,7 +8,9 @@ import * as React from 'react';
 
 import { errorMessage, getCluster, getTimeline, listJobs } from './api';
 import { colorMap, formatDuration, parseTime } from './format';
+import { CLUSTER_POLL_MS } from './constants';
 import { clusterIcon } from './icons';
+import { Poller } from './poller';
 import { ICluster, IJob, ITimelineJob } from './types';
 
 const RANGES: Array<{ label: string; ms: number | null }> = [
@@ -23,7 +25,11 @@ const RANGES: Array<{ label: string; ms: number | null }> = [
 export class ClusterView extends ReactWidget {
   constructor(options: ClusterView.IOptions = {}) {
     super();
-    this._interval = options.interval ?? 2000;
+    this._poller = new Poller({
+      interval: options.interval ?? CLUSTER_POLL_MS,
+      active: () => this.isVisible,
+      tick: () => this.refresh()
+    });
     this.id = 'nbrunner-cluster-view';
     this.addClass('nbrunner-ClusterView');
     this.node.dataset.testid = 'nbrunner-cluster-view';
@@ -69,7 +75,7 @@ export class ClusterView extends ReactWidget {
   }
 
   dispose(): void {
-    this._stop();
+    this._poller.dispose();
     super.dispose();
   }
 
@@ -107,20 +113,11 @@ export class ClusterView extends ReactWidget {
   }
 
   private _start(): void {
-    if (this._timer === null) {
-      this._timer = window.setInterval(() => {
-        if (this.isVisible && !document.hidden) {
-          void this.refresh();
-        }
-      }, this._interval);
-    }
+    this._poller.start();
   }
 
   private _stop(): void {
-    if (this._timer !== null) {
-      window.clearInterval(this._timer);
-      this._timer = null;
-    }
+    this._poller.stop();
   }
 
   protected render(): React.ReactElement {
@@ -288,8 +285,7 @@ export class ClusterView extends ReactWidget {
     );
   }
 
-  private _interval: number;
-  private _timer: number | null = null;
+  private _poller: Poller;
   private _busy = false;
   private _loaded = false;
   private _cluster: ICluster | null = null;

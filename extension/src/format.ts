@@ -151,3 +151,27 @@ export function formatParameters(
     .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
     .join(', ');
 }
+
+/** A parameter value in at most 4 significant digits (0.1234, 3.2e-5), for narrow tables. */
+export function shortValue(value: JSONValue): string {
+  if (typeof value === 'number' && !Number.isInteger(value)) {
+    const abs = Math.abs(value);
+    if (abs !== 0 && (abs < 1e-3 || abs >= 1e5)) {
+      return value.toExponential(2).replace(/\.?0+e/, 'e');
+    }
+    return String(Number(value.toPrecision(4)));
+  }
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** Parameters on one short line: `lr=0.0123 hidden=64`. */
+export function formatParametersShort(
+  parameters: { [key: string]: JSONValue } | null | undefined
+): string {
+  if (!parameters) {
+    return '';
+  }
+  return Object.entries(parameters)
+    .map(([k, v]) => `${k}=${shortValue(v)}`)
+    .join(' ');
+}

@@ -6,9 +6,13 @@ const RUN_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" 
   <path class="jp-icon-brand0" fill="#1976d2" d="M13 12.5v9.5l8-4.75z"/>
 </svg>`;
 
-/** A list with status squares: the Jobs panel. */
-const JOBS_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
-  <path class="jp-icon3" fill="#616161" d="M3 4h5v4H3zm7 1h11v2H10zM3 10h5v4H3zm7 1h11v2H10zM3 16h5v4H3zm7 1h11v2H10z"/>
+/**
+ * A briefcase with a "play" triangle: the Jobs panel (distinct from the Table of
+ * Contents' list of lines).
+ */
+const JOBS_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24" data-icon="nbrunner-jobs">
+  <path class="jp-icon3" fill="#616161" fill-rule="evenodd" d="M9 2h6a2 2 0 0 1 2 2v2h3a2 2 0 0 1 2 2v12a2 2 0 0 1-2 2H4a2 2 0 0 1-2-2V8a2 2 0 0 1 2-2h3V4a2 2 0 0 1 2-2zm0 2v2h6V4zM4 8v12h16V8z"/>
+  <path class="jp-icon-brand0" fill="#1976d2" d="M10 10.5v7l6-3.5z"/>
 </svg>`;
 
 /** A chip with pins: GPU slots of the cluster. */

@@ -28,9 +28,9 @@ import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
 import { ClusterView } from './cluster-view';
 import { clusterIcon, jobsIcon, logIcon, runJobIcon } from './icons';
-import { JobsPanel } from './jobs-panel';
+import { JobsPanel } from './components/JobsPanel';
 import { JobLogView } from './log-view';
-import { runAsJob } from './submit';
+import { runAsJob } from './run-as-job';
 import { IJob } from './types';
 
 export namespace CommandIDs {

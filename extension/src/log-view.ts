@@ -4,11 +4,11 @@
 import { Widget } from '@lumino/widgets';
 
 import { ApiError, errorMessage, getJob, getLog } from './api';
+import { LOG_TAIL_MS } from './constants';
 import { logIcon } from './icons';
 import { IJob, isFinished } from './types';
 
 /** How often the log is polled while the job runs (ms). */
-const TAIL_INTERVAL = 1000;
 /** Polls after the job finished that bring no new text before stopping. */
 const DRAIN_POLLS = 2;
 /** A chunk at least this long may have more behind it: read again at once. */
@@ -19,7 +19,7 @@ export class JobLogView extends Widget {
     super();
     this.jobId = options.id;
     this._name = options.name ?? options.id;
-    this._interval = options.interval ?? TAIL_INTERVAL;
+    this._interval = options.interval ?? LOG_TAIL_MS;
     this.id = `nbrunner-log-${options.id}`;
     this.addClass('nbrunner-LogView');
     this.node.dataset.testid = 'nbrunner-log-view';

@@ -1,21 +1,11 @@
 /**
- * Shapes of the nbrunner REST API (see DESIGN.md, sections 3 and 6).
+ * Shapes of the nbrunner REST API (see the README's REST section).
  */
+import { FINISHED_STATUSES, STATUSES } from './constants';
 
-export type JobStatus =
-  | 'queued'
-  | 'running'
-  | 'completed'
-  | 'failed'
-  | 'cancelled';
+export type JobStatus = (typeof STATUSES)[number];
 
-/** Statuses after which a job never changes again. */
-export const FINISHED_STATUSES: ReadonlyArray<string> = [
-  'completed',
-  'failed',
-  'cancelled'
-];
-
+/** Whether a job in this status never changes again. */
 export function isFinished(status: string | undefined | null): boolean {
   return !!status && FINISHED_STATUSES.includes(status);
 }
@@ -102,8 +92,11 @@ export interface ITimeline {
 }
 
 export interface ILeaderboardEntry {
-  rank: number;
-  job: string;
+  rank: number | null;
+  /** Index of the trial in the sweep (stable while the sweep runs). */
+  trial?: number;
+  /** The trial's job, null while the trial is pending. */
+  job: string | null;
   parameters: { [key: string]: JSONValue } | null;
   objective: number | null;
   status: string;

@@ -193,13 +193,13 @@ def logs(job_id: str = typer.Argument(..., metavar="JOB"), follow: bool = typer.
     job = cluster.job(job_id)
     offset = 0
     while True:
-        text, offset = read_log(job.dir, offset)
+        text, offset = read_log(job.dir, offset, finished=job.record.finished)
         if text:
             sys.stdout.write(text)
             sys.stdout.flush()
         if not follow or job.refresh().record.finished:
             if follow:  # what was written between the read and the status check
-                text, offset = read_log(job.dir, offset)
+                text, offset = read_log(job.dir, offset, finished=True)
                 sys.stdout.write(text)
             return
         time.sleep(0.5)

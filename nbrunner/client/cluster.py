@@ -70,6 +70,14 @@ class Cluster:
     def jobs(self, status: str | None = None) -> list[Job]:
         return [Job(self, r) for r in self.store.all(status)]
 
+    def monitor(self, status: str | None = None, *, owner: str | None = None, sweep: Any = None,
+                mine: bool = False, interval: float = 1.0):
+        """A live ipywidgets table of this cluster's jobs (:class:`nbrunner.JobsMonitor`),
+        filtered by ``status``, ``owner`` (``mine=True``: yours) and ``sweep``."""
+        from .widgets import JobsMonitor
+
+        return JobsMonitor(self, interval=interval, status=status, owner=owner, sweep=sweep, mine=mine)
+
     def status(self) -> dict[str, Any]:
         """Hosts, slots and who holds each, free GPUs and policy (the ``GET /cluster`` object)."""
         cap = live_capacity(self.store)

@@ -60,7 +60,7 @@ class Job:
 
     def logs(self, offset: int = 0) -> str:
         """The job's log (what the notebook printed, and learners' logs) from ``offset``."""
-        return read_log(self.dir, offset)[0]
+        return read_log(self.dir, offset, finished=self.record.finished)[0]
 
     def output_notebook(self) -> nbformat.NotebookNode:
         path = self.dir / "output.ipynb"
@@ -87,15 +87,28 @@ class Job:
         return JobWidget(self)
 
 
-def read_log(job_dir: Path, offset: int = 0) -> tuple[str, int]:
-    """Text of ``logs/driver.log`` from byte ``offset``, and the offset after it."""
-    path = job_dir / "logs" / "driver.log"
-    if not path.exists():
-        return "", offset
+def read_log(job_dir: Path, offset: int = 0, finished: bool = False) -> tuple[str, int]:
+    """Text of the job's log from byte ``offset``, and the offset after it.
+
+    The log is ``logs/driver.log`` (what the notebook prints), and, once the job has
+    ``finished``, the logs of its learners (``logs/learner-*.log``) after it, each under a
+    ``--- learner log NAME ---`` header.  Offsets count bytes of that whole text, so the
+    text while the job runs is a prefix of the final one: a reader that tails with the
+    returned offset gets every byte once.  An offset past the end reads nothing.
+    """
     offset = max(0, offset)
-    if offset >= path.stat().st_size:  # nothing new (an offset past the end reads nothing)
-        return "", offset
-    with open(path, "rb") as f:
-        f.seek(offset)
-        data = f.read()
-    return data.decode("utf-8", errors="replace"), max(0, offset) + len(data)
+    logs = job_dir / "logs"
+    driver = logs / "driver.log"
+    parts: list[bytes] = []
+    if driver.exists():
+        with open(driver, "rb") as f:
+            parts.append(f.read())
+    if finished:
+        for path in sorted(logs.glob("learner-*.log"), key=lambda p: (p.stat().st_mtime, p.name)):
+            body = path.read_bytes()
+            if body:
+                head = b"" if not parts or parts[-1].endswith(b"\n") else b"\n"
+                parts.append(head + f"--- learner log {path.name} ---\n".encode() + body)
+    data = b"".join(parts)
+    chunk = data[offset:]
+    return chunk.decode("utf-8", errors="replace"), max(offset, len(data)) if chunk else offset

@@ -349,14 +349,24 @@ class JobsMonitor(_LiveWidget):
 
     Each row has the job's name and id, status, GPUs held/max, a progress bar, its priority
     (editable: a new value calls :meth:`Job.set_priority`) and a Cancel button
-    (:meth:`Job.cancel`).  ``status`` shows only jobs in that state.  Call :meth:`close`
-    to stop it.
+    (:meth:`Job.cancel`).  Filters (combined): ``status`` shows only jobs in that state,
+    ``owner`` only that user's jobs (``mine=True``: the current user's), ``sweep`` only the
+    trials of that sweep (an id, or a :class:`nbrunner.sweeps.Sweep`).  Call :meth:`close`
+    to stop it.  ``cluster.monitor(...)`` makes one for a cluster.
     """
 
     def __init__(self, cluster: Cluster | None = None, interval: float = 1.0, status: str | None = None,
-                 **kwargs: Any):
+                 owner: str | None = None, sweep: Any = None, mine: bool = False, **kwargs: Any):
         super().__init__(cluster or default_cluster(), interval, **kwargs)
+        if status is not None and status not in STATUS_COLORS:
+            raise ValueError(f"status must be one of {', '.join(STATUS_COLORS)}, got {status!r}")
+        if mine:
+            import getpass
+
+            owner = owner or getpass.getuser()
         self.status_filter = status
+        self.owner_filter = owner
+        self.sweep_filter = getattr(sweep, "id", sweep)
         self.rows: dict[str, _JobRow] = {}
         self.summary = widgets.HTML()
         self._header = _header()
@@ -366,10 +376,15 @@ class JobsMonitor(_LiveWidget):
         self._start()
 
     def _title(self) -> str:
-        return "nbrunner jobs" + (f" ({self.status_filter})" if self.status_filter else "")
+        filters = [f for f in (self.status_filter, self.owner_filter and f"owner {self.owner_filter}",
+                               self.sweep_filter and f"sweep {self.sweep_filter}") if f]
+        return "nbrunner jobs" + (f" ({', '.join(filters)})" if filters else "")
 
     def _fetch(self) -> list[JobRecord]:
-        records = sorted(self.cluster.store.all(self.status_filter), key=lambda r: (_created(r), r.id), reverse=True)
+        records = [r for r in self.cluster.store.all(self.status_filter)
+                   if (self.owner_filter is None or r.owner == self.owner_filter)
+                   and (self.sweep_filter is None or r.sweep == self.sweep_filter)]
+        records.sort(key=lambda r: (_created(r), r.id), reverse=True)
         self._last = records
         return records
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional
 
 from ..control import runtime
-from .protocol import LOG_N, ElasticTrainingError, log_key
+from .protocol import LOG_N, ElasticTrainingError, log_key, root_cause
 
 
 @dataclass
@@ -134,8 +134,9 @@ class Reporting:
             if g >= self.gen:
                 self._start_recovery(f"learner {r['lid']} lost its group: {r.get('error', '')[:200]}")
         elif typ == "error":
-            raise ElasticTrainingError(f"learner {r['lid']} raised during {r.get('where', 'training')}:\n"
-                                       f"{r.get('traceback', '')}")
+            tb = r.get("traceback", "")
+            raise ElasticTrainingError(f"{root_cause(tb)} (raised by learner {r['lid']} during "
+                                       f"{r.get('where', 'training')})\n{tb}")
         elif typ == "busy":
             L = self.learners.get(r["lid"])
             if L is not None:

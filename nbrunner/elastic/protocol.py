@@ -19,7 +19,20 @@ from typing import Any, Optional
 
 class ElasticTrainingError(RuntimeError):
     """Training could not continue (an exception in user code on a learner, no learner
-    could be started, too many failures)."""
+    could be started, too many failures).  The first line of the message names the cause
+    (for a learner's exception: its type and message, e.g. ``FileNotFoundError: ...``);
+    a learner's traceback follows on the next lines."""
+
+
+def root_cause(tb: str) -> str:
+    """``"Type: message"`` of the exception a formatted traceback ends with (the one that
+    was raised), on one line; the last line of ``tb`` if it has no such line."""
+    lines = [line for line in tb.strip().splitlines() if line.strip()]
+    for i in range(len(lines) - 1, -1, -1):
+        if not lines[i].startswith((" ", "\t")):
+            # the exception line, plus continuation lines of a multi-line message
+            return " ".join(" ".join(lines[i:]).split())
+    return "an exception (no traceback)"
 
 
 PAYLOAD = "payload"

@@ -45,6 +45,9 @@ def describe_failure(exc: BaseException, timeout: float | None, earlier: tuple =
             real = cell_error(output, exc.cell_index)  # e.g. a line magic's UsageError, shown only on stderr
             if real:
                 return one_line(real)
+        if exc.ename == "ElasticTrainingError" and exc.evalue:
+            # its first line names the cause (a learner's exception); tracebacks follow
+            return one_line(exc.evalue.strip().splitlines()[0])
         return one_line(f"{exc.ename}: {exc.evalue}" if exc.evalue else exc.ename)
     if isinstance(exc, (CellTimeoutError, JobTimeoutException, JobTimeout)):
         return f"timeout: the job ran longer than its {timeout:g} s limit" if timeout else "timeout"

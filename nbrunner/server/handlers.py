@@ -148,7 +148,7 @@ class JobHandler(BaseHandler):
 class LogHandler(BaseHandler):
     @web.authenticated
     def get(self, job_id: str) -> None:
-        self.job(job_id)
+        rec = self.job(job_id)
         raw = self.get_query_argument("offset", "0")
         try:
             offset = int(raw) if len(raw) <= 20 else -1
@@ -156,7 +156,7 @@ class LogHandler(BaseHandler):
                 raise ValueError
         except ValueError:
             raise InvalidRequest(f"offset must be a non-negative integer, got {raw!r}") from None
-        text, offset = read_log(self.cluster.settings.job_dir(job_id), offset)
+        text, offset = read_log(self.cluster.settings.job_dir(job_id), offset, finished=rec.finished)
         self.reply({"text": text, "offset": offset})
 
 

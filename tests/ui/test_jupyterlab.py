@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 import shutil
 
+import nbformat
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from labserver import Lab, shot_path
-from support import wait_for
+from support import make_notebook, wait_for
 
 RUN_TIMEOUT = 120_000  # ms: a job on a busy 2-core machine
 JOB_POST = re.compile(r"/nbrunner/api/jobs(\?[^/]*)?$")
@@ -259,8 +260,25 @@ def test_cancel_a_running_job_from_the_panel(lab, page, tickers):
     cancel = row.get_by_test_id("nbrunner-job-cancel")
     expect(cancel).to_have_accessible_name(re.compile(r"Cancel job ticker"))
     cancel.click()
+    # A running job's work would be lost: the panel asks first.  "Keep running" keeps it.
+    confirm = page.get_by_test_id("nbrunner-cancel-confirm")
+    expect(confirm).to_be_visible()
+    expect(confirm).to_contain_text(job_id)
+    shot(page, "10a-cancel-confirmation")
+    confirm.get_by_test_id("nbrunner-cancel-confirm-keep").click()
+    expect(confirm).to_have_count(0)
+    assert lab.job(job_id)["status"] == "running"
+    expect(row).to_have_attribute("data-status", "running")
+    cancel.click()
+    expect(confirm).to_be_visible()
+    confirm.get_by_test_id("nbrunner-cancel-confirm-yes").click()
+    expect(confirm).to_have_count(0)
     expect(row).to_have_attribute("data-status", "cancelled")
     expect(row.get_by_test_id("nbrunner-job-cancel")).to_have_count(0)
+    # "cancelled" shows once: the badge, not again as an error line or a toast.
+    expect(row.get_by_test_id("nbrunner-job-error")).to_have_count(0)
+    expect(row.get_by_text("cancelled", exact=True)).to_have_count(1)
+    expect(page.locator(".Toastify__toast", has_text="ancelled")).to_have_count(0)
     expect(row.get_by_test_id("nbrunner-job-priority")).to_be_disabled()
     record = lab.job(job_id)
     assert record["status"] == "cancelled" and record["error"] == "cancelled"
@@ -406,3 +424,220 @@ def test_controls_have_accessible_names_and_the_dialog_works_with_the_keyboard(l
     expect(ticker_row.get_by_test_id("nbrunner-job-cancel")).to_be_focused()
     shot(page, "14-jobs-panel-keyboard")
     expect(row).to_have_attribute("data-status", "completed", timeout=RUN_TIMEOUT)
+
+
+# --- issue 13: the leaderboard, failures, dialog validation, GPU bounds, monitor, icon ---------
+
+SCORE = "import nbrunner\nnbrunner.record('score', X * Y)"
+MISSING_DATA = '''import glob, os
+import torch
+from torch import nn
+from nbrunner.elastic import ElasticTrainer
+
+def get_datasets():
+    if not glob.glob(os.path.join(DATA, "data_batch_*")):
+        raise FileNotFoundError(f"no data_batch_* in {DATA}")
+
+model = nn.Linear(4, 2)
+ElasticTrainer(model, get_datasets, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1)).train(
+    epochs=1, effective_batch_size=8, max_gpus=MAX_GPUS)
+'''
+
+
+def panel_refreshes(page: Page, count: int) -> None:
+    """Wait until the Jobs panel has fetched the job list ``count`` more times."""
+    for _ in range(count):
+        with page.expect_response(lambda r: bool(re.search(r"/nbrunner/api/jobs(\?[^/]*)?$", r.url))
+                                  and r.request.method == "GET", timeout=30_000):
+            pass
+
+
+def test_the_sweep_leaderboard_lists_each_planned_trial_once(lab, page):
+    make_notebook(lab.workspace / "score.ipynb", SCORE, parameters="X = 0.5\nY = 1.0")
+    xs = [i / 7 for i in range(1, 13)]  # 0.14285714285714285, ...: 17 digits each
+    code, created = lab.api("POST", "sweeps", {
+        "notebook": "score.ipynb", "spec": {"parameters": {"X": xs, "Y": 1.0 / 3}, "max_parallel": 2,
+                                            "objective": {"metric": "score", "mode": "max"}}})
+    assert code == 201, created
+    sweep_id = created["id"]
+    open_lab(page, lab)
+    jobs_panel(page)
+    group = page.locator(f'[data-testid="nbrunner-sweep"][data-sweep-id="{sweep_id}"]')
+    rows = group.get_by_test_id("nbrunner-leaderboard-row")
+    expect(rows).to_have_count(12)
+    expect(group.get_by_test_id("nbrunner-sweep-summary")).to_contain_text("12 trials")
+    # Refresh after refresh, while trials start and finish: still one row per trial.
+    expect(group.locator('[data-testid="nbrunner-leaderboard-status"][data-status="completed"]').first) \
+        .to_be_visible(timeout=RUN_TIMEOUT)
+    panel_refreshes(page, 3)
+    expect(rows).to_have_count(12)
+    assert len(set(rows.evaluate_all("rs => rs.map(r => r.dataset.trial)"))) == 12
+    # Parameters fit on one line of short numbers at the default sidebar width.
+    params = group.get_by_test_id("nbrunner-leaderboard-params").first
+    text = params.inner_text()
+    assert not re.search(r"\d{6,}", text), text
+    assert "X=" in text and "Y=0.3333" in text
+    lines = group.get_by_test_id("nbrunner-leaderboard-params").evaluate_all(
+        "cells => cells.map(c => { const r = document.createRange(); r.selectNodeContents(c);"
+        " return new Set(Array.from(r.getClientRects()).map(b => Math.round(b.top))).size; })")
+    assert lines == [1] * 12, lines
+    title = params.get_attribute("title") or ""  # full values in the tooltip
+    assert re.fullmatch(r"X=0\.\d{15,}, Y=0\.3333333333333333", title), title
+    shot(page, "16-sweep-leaderboard-running")
+
+    code, _ = lab.api("DELETE", f"sweeps/{sweep_id}")
+    assert code == 200
+    wait_for(lambda: all(r["status"] not in ("pending", "queued", "running")
+                         for r in lab.api("GET", f"sweeps/{sweep_id}")[1]["leaderboard"]),
+             timeout=90, what="the sweep to end")
+    panel_refreshes(page, 3)
+    expect(rows).to_have_count(12)
+    expect(group.locator('[data-testid="nbrunner-leaderboard-status"][data-status="pending"]')).to_have_count(0)
+    expect(group.get_by_test_id("nbrunner-sweep-summary")).to_contain_text("12 trials")
+    shot(page, "17-sweep-leaderboard-ended")
+
+
+def test_a_failed_training_job_names_its_cause_and_its_log_has_the_learners(lab, page):
+    make_notebook(lab.workspace / "missing_data.ipynb", MISSING_DATA, parameters="DATA = 'cifar'\nMAX_GPUS = 0")
+    job = lab.cluster.submit(str(lab.workspace / "missing_data.ipynb"), name="no-data")
+    open_lab(page, lab)
+    jobs_panel(page)
+    row = job_row(page, job.id)
+    expect(row).to_have_attribute("data-status", "failed", timeout=RUN_TIMEOUT)
+    error = row.get_by_test_id("nbrunner-job-error")
+    expect(error).to_have_text(re.compile(r"^FileNotFoundError: no data_batch_\* in cifar"))
+    expect(error).to_contain_text("(raised by learner")
+    expect(error).not_to_contain_text("Traceback")
+    shot(page, "18-failed-job-root-cause")
+    row.get_by_test_id("nbrunner-job-log").click()
+    view = page.locator(f'[data-testid="nbrunner-log-view"][data-job-id="{job.id}"]')
+    expect(view).to_have_attribute("data-done", "true")
+    text = view.get_by_test_id("nbrunner-log-text")
+    expect(text).to_contain_text("--- learner log learner-")
+    expect(text).to_contain_text("FileNotFoundError: no data_batch_* in cifar")
+    shot(page, "19-log-view-with-learner-logs")
+
+
+def field_error(dialog: Locator, field: str) -> Locator:
+    return dialog.locator(f'[data-testid="nbrunner-field-error"][data-field="{field}"]')
+
+
+def test_every_invalid_field_says_why_next_to_it_and_clears_when_fixed(lab, page, tickers):
+    open_lab(page, lab, "greet.ipynb")
+    before = job_count(lab)
+    page.get_by_test_id("nbrunner-run-as-job").click()
+    dialog = submit_dialog(page)
+    priority = dialog.get_by_test_id("nbrunner-priority")
+    for typed, says in [("0", "Priority must be between 1 and 10000, not 0."),
+                        ("3.5", "Priority must be a whole number between 1 and 10000 (3.5 is not whole).")]:
+        priority.fill(typed)
+        expect(field_error(dialog, "priority")).to_have_text(says)
+        expect(priority).to_have_attribute("aria-invalid", "true")
+    times = dialog.locator('[data-param="TIMES"]')
+    times.fill("abc")
+    expect(times).to_have_value("abc")  # kept, not silently emptied
+    expect(field_error(dialog, "param:TIMES")).to_have_text('Parameter "TIMES" must be an integer.')
+    dialog.get_by_test_id("nbrunner-min-gpus").fill("3")
+    dialog.get_by_test_id("nbrunner-max-gpus").fill("2")
+    expect(field_error(dialog, "minGpus")).to_have_text("Min GPUs (3) cannot be more than Max GPUs (2).")
+    shot(page, "20-dialog-field-errors")
+    # Submit with invalid fields: nothing is sent, the first invalid field gets the focus.
+    page.get_by_test_id("nbrunner-submit").click()
+    expect(times).to_be_focused()
+    assert job_count(lab) == before
+    expect(dialog.get_by_test_id("nbrunner-submit-error")).to_be_hidden()
+    # Each message goes as soon as its field is fixed.
+    dialog.get_by_test_id("nbrunner-min-gpus").fill("2")
+    expect(field_error(dialog, "minGpus")).to_be_hidden()
+    expect(dialog.get_by_test_id("nbrunner-min-gpus")).not_to_have_attribute("aria-invalid", "true")
+    times.fill("1")
+    expect(field_error(dialog, "param:TIMES")).to_be_hidden()
+    priority.fill("7")
+    expect(field_error(dialog, "priority")).to_be_hidden()
+    expect(dialog.locator('[data-testid="nbrunner-field-error"]:visible')).to_have_count(0)
+    shot(page, "21-dialog-errors-cleared")
+    job = submit_and_get_job(page)
+    assert job["priority"] == 7 and (job["min_gpus"], job["max_gpus"]) == (2, 2)
+    assert job["parameters"]["TIMES"] == 1
+
+    # In the panel, an invalid priority is refused with a message and the box shows the job's.
+    ticker = tickers(running=False, name="priority-check", priority=4000)
+    row = job_row(jobs_panel(page), ticker)
+    box = row.get_by_test_id("nbrunner-job-priority")
+    expect(box).to_have_value("4000")
+    box.fill("0")
+    box.press("Enter")
+    expect(row.get_by_test_id("nbrunner-job-priority-error")).to_contain_text("between 1 and 10000")
+    expect(box).to_have_value("4000")
+    assert lab.job(ticker)["priority"] == 4000
+    shot(page, "22-panel-priority-refused")
+    box.fill("4200")
+    expect(row.get_by_test_id("nbrunner-job-priority-error")).to_have_count(0)
+    box.press("Enter")
+    wait_for(lambda: lab.job(ticker)["priority"] == 4200, timeout=15, what="the new priority")
+
+
+def test_gpu_bounds_come_from_the_notebook_and_one_knob_sets_them(lab, page):
+    make_notebook(lab.workspace / "elastic.ipynb", "print(EPOCHS, MAX_GPUS)", parameters="EPOCHS = 1\nMAX_GPUS = 2")
+    meta = make_notebook(lab.workspace / "meta.ipynb", "print('meta')")
+    nb = nbformat.read(str(meta), as_version=4)
+    nb.metadata["nbrunner"] = {"min_gpus": 1, "max_gpus": 2}
+    nbformat.write(nb, str(meta))
+
+    open_lab(page, lab, "elastic.ipynb")
+    page.get_by_test_id("nbrunner-run-as-job").click()
+    dialog = submit_dialog(page)
+    max_gpus = dialog.get_by_test_id("nbrunner-max-gpus")
+    expect(max_gpus).to_have_value("2")
+    expect(dialog.get_by_test_id("nbrunner-min-gpus")).to_have_value("0")
+    mirror = dialog.locator('[data-param="MAX_GPUS"]')
+    expect(mirror).to_have_value("2")
+    expect(mirror).to_have_attribute("readonly", "")
+    expect(dialog).to_contain_text("from the parameters cell")
+    shot(page, "23-dialog-gpus-from-parameters")
+    max_gpus.fill("1")
+    expect(mirror).to_have_value("1")  # one knob: the parameter follows the job field
+    job = submit_and_get_job(page)
+    assert job["max_gpus"] == 1 and job["parameters"] == {"EPOCHS": 1, "MAX_GPUS": 1}
+
+    dialog = context_menu_run(page, "meta.ipynb")
+    expect(dialog.get_by_test_id("nbrunner-min-gpus")).to_have_value("1")
+    expect(dialog.get_by_test_id("nbrunner-max-gpus")).to_have_value("2")
+    expect(dialog).to_contain_text("from the notebook metadata")
+    shot(page, "24-dialog-gpus-from-metadata")
+    dialog.get_by_test_id("nbrunner-cancel-dialog").click()
+    expect(dialog).to_have_count(0)
+
+
+def test_a_notebook_shows_a_filtered_monitor_from_cluster_monitor(lab, page, tickers):
+    other = tickers(name="someone-elses", owner="someone-else")
+    make_notebook(lab.workspace / "mine.ipynb",
+                  "import nbrunner\nmonitor = nbrunner.connect().monitor(mine=True, status='running')\nmonitor",
+                  "monitor.close()\nassert nbrunner.JobsMonitor is type(monitor)")
+    job = lab.cluster.submit(str(lab.workspace / "mine.ipynb"), name="my-monitor")
+    wait_for(lambda: job.status in ("completed", "failed", "cancelled"), timeout=120, what="the monitor job")
+    assert job.status == "completed", job.error
+    open_lab(page, lab)
+    row = job_row(jobs_panel(page), job.id)
+    row.get_by_test_id("nbrunner-job-open-output").click()
+    tab = page.locator(f'.lm-DockPanel-tabBar .lm-TabBar-tab[title*="runs/{job.id}/output.ipynb"]')
+    expect(tab).to_be_visible()
+    table = page.locator(f'[id="{tab.get_attribute("data-id")}"] .jp-OutputArea-output table')
+    expect(table).to_be_visible()
+    expect(table).to_contain_text("my-monitor")  # running, and mine
+    expect(table).not_to_contain_text(other)  # running, someone else's
+    expect(table).not_to_contain_text("someone-elses")
+    shot(page, "25-executed-notebook-filtered-monitor")
+
+
+def test_the_jobs_panel_icon_is_not_the_table_of_contents_icon(lab, page):
+    open_lab(page, lab)
+    jobs_tab = page.locator('.jp-SideBar .lm-TabBar-tab[data-id="nbrunner-jobs-panel"]')
+    toc_tab = page.locator('.jp-SideBar .lm-TabBar-tab[data-id="table-of-contents"]')
+    expect(jobs_tab).to_be_visible()
+    expect(toc_tab).to_be_visible()
+    jobs_svg = jobs_tab.locator("svg").first
+    toc_svg = toc_tab.locator("svg").first
+    assert jobs_svg.inner_html() != toc_svg.inner_html()
+    assert jobs_svg.screenshot() != toc_svg.screenshot()  # they look different, not only differ in markup
+    page.locator(".jp-SideBar.jp-mod-left").screenshot(path=shot_path("26-sidebar-icons"))

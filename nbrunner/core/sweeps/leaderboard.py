@@ -20,7 +20,9 @@ def objective_of(job: JobRecord | None, metric: str) -> float | None:
 
 
 def leaderboard(rec: SweepRecord, jobs: dict[str, JobRecord]) -> list[dict[str, Any]]:
-    """Every trial, best objective first; trials without an objective last with rank None."""
+    """Every trial, best objective first; trials without an objective last with rank None.
+    ``trial`` is the trial's index in the sweep (stable, unlike ``job``, which is None while
+    the trial is pending)."""
     spec = rec.parsed
     metric, mode = spec.objective.metric, spec.objective.mode
     rows = []
@@ -37,7 +39,7 @@ def leaderboard(rec: SweepRecord, jobs: dict[str, JobRecord]) -> list[dict[str, 
         objective = objective_of(job, metric)
         if objective is None and job is not None and t.values:
             objective = next((v for v in reversed(t.values) if v is not None), None)
-        rows.append((i, {"rank": None, "job": t.job, "parameters": t.parameters, "objective": objective,
+        rows.append((i, {"rank": None, "trial": i, "job": t.job, "parameters": t.parameters, "objective": objective,
                          "status": status}))
     ranked = [r for r in rows if r[1]["objective"] is not None]
     sign = -1.0 if mode == "max" else 1.0

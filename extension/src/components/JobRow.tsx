@@ -1,0 +1,132 @@
+/** One job in the Jobs panel: status, name, GPUs, elapsed, metric, progress, controls. */
+import * as React from 'react';
+
+import { CANCELLABLE_STATUSES } from '../constants';
+import { jobElapsed, latestMetric, metricsTitle } from '../format';
+import { IJob } from '../types';
+import { PriorityInput } from './PriorityInput';
+import { ProgressBar } from './ProgressBar';
+import { StatusBadge } from './StatusBadge';
+
+export interface IRowHandlers {
+  onCancel: (job: IJob) => void;
+  onLog: (job: IJob) => void;
+  onOpen: (job: IJob) => void;
+  onPriority: (job: IJob, priority: number) => Promise<boolean>;
+}
+
+export interface IJobRowProps {
+  job: IJob;
+  now: number;
+  busy: boolean;
+  highlighted: boolean;
+  handlers: IRowHandlers;
+}
+
+export function JobRow(props: IJobRowProps): React.ReactElement {
+  const { job, now, handlers } = props;
+  const elapsed = jobElapsed(job, now);
+  const metric = latestMetric(job);
+  const cancellable = CANCELLABLE_STATUSES.includes(job.status);
+  const hasOutput = !!job.output && job.status !== 'queued';
+  const label = `${job.name} (${job.id})`;
+  // A cancelled job's error is "cancelled": the badge says it already.
+  const error = job.error && job.error !== job.status ? job.error : null;
+  return (
+    <li
+      className={
+        `nbrunner-JobRow nbrunner-status-${job.status}` +
+        (props.highlighted ? ' nbrunner-mod-highlight' : '')
+      }
+      data-testid="nbrunner-job"
+      data-job-id={job.id}
+      data-status={job.status}
+      aria-label={`Job ${label}, ${job.status}`}
+    >
+      <div className="nbrunner-JobRow-head">
+        <StatusBadge status={job.status} />
+        <span
+          className="nbrunner-JobRow-name"
+          title={`${job.name} — ${job.notebook}`}
+          data-testid="nbrunner-job-name"
+        >
+          {job.name}
+        </span>
+        <code className="nbrunner-JobRow-id" data-testid="nbrunner-job-id">
+          {job.id}
+        </code>
+      </div>
+      <div className="nbrunner-JobRow-stats">
+        <span
+          data-testid="nbrunner-job-gpus"
+          title={`GPUs held now / max (min ${job.min_gpus})`}
+        >
+          GPUs {job.gpus ?? 0}/{job.max_gpus ?? 0}
+        </span>
+        <span data-testid="nbrunner-job-elapsed" title={elapsed.title}>
+          {elapsed.text}
+        </span>
+        {metric && (
+          <span
+            className="nbrunner-JobRow-metric"
+            data-testid="nbrunner-job-metric"
+            data-metric={metric[0]}
+            title={metricsTitle(job)}
+          >
+            {metric[0]} {metric[1]}
+          </span>
+        )}
+        {job.owner && (
+          <span className="nbrunner-JobRow-owner" title="Owner">
+            {job.owner}
+          </span>
+        )}
+      </div>
+      <ProgressBar job={job} />
+      {error && (
+        <div className="nbrunner-JobRow-error" data-testid="nbrunner-job-error" title={error}>
+          {error}
+        </div>
+      )}
+      <div className="nbrunner-JobRow-controls">
+        <PriorityInput job={job} onCommit={handlers.onPriority} />
+        <span className="nbrunner-JobRow-actions">
+          {cancellable && (
+            <button
+              type="button"
+              className="nbrunner-Button nbrunner-Button-warn"
+              data-testid="nbrunner-job-cancel"
+              aria-label={`Cancel job ${label}`}
+              title="Cancel this job"
+              disabled={props.busy}
+              onClick={() => handlers.onCancel(job)}
+            >
+              Cancel
+            </button>
+          )}
+          <button
+            type="button"
+            className="nbrunner-Button"
+            data-testid="nbrunner-job-log"
+            aria-label={`Show the log of job ${label}`}
+            title="Tail the job's log (with its learners' logs once it has finished)"
+            onClick={() => handlers.onLog(job)}
+          >
+            Log
+          </button>
+          <button
+            type="button"
+            className="nbrunner-Button"
+            data-testid="nbrunner-job-open-output"
+            aria-label={`Open the executed notebook of job ${label}`}
+            title={hasOutput ? `Open ${job.output}` : 'No executed notebook yet'}
+            disabled={!hasOutput}
+            onClick={() => handlers.onOpen(job)}
+          >
+            Output
+          </button>
+        </span>
+      </div>
+    </li>
+  );
+}
