@@ -59,9 +59,11 @@ import numpy as np
 __all__ = ["ThroughputModel", "fit_throughput", "fit_many", "goodput_allocate", "HORIZON_S", "EXPLORE_FACTOR"]
 
 HORIZON_S = 1800.0
+UTILITY = "fair"
 EXPLORE_FACTOR = 2
-# Feature subsets (columns of (1/n, 1, n-1)); b (1/n) first so ties prefer it.
-_SUBSETS = ((0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2))
+# Feature subsets (columns of (1/n, 1, n-1)); b (1/n) first so ties prefer it. Sync
+# alone (c only) is left out: it would predict infinite throughput on one GPU.
+_SUBSETS = ((0,), (1,), (0, 1), (0, 2), (1, 2), (0, 1, 2))
 
 
 class ThroughputModel:
@@ -153,7 +155,7 @@ def _fit_arrays(pts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, n
         beta = np.linalg.solve(G, r[:, :, None])[:, :, 0]
         pred = np.einsum("jpk,jk->jp", Fs, beta)
         err = (W * (Y - pred) ** 2).sum(axis=1)
-        feasible = ok & (beta >= 0).all(axis=1) & (beta.sum(axis=1) > 0)
+        feasible = ok & (beta >= 0).all(axis=1) & (beta[:, [S.index(s) for s in S if s < 2]].sum(axis=1) > 0)
         better = feasible & (err < best_err * (1 - 1e-9) - 1e-15)
         if better.any():
             best_err[better] = err[better]
@@ -190,9 +192,11 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, fa
         k = np.arange(len(job)) - np.repeat(start, ext)
         lo = (mm[job] + k).astype(np.float64)
         y = lambda n: a[job] + b[job] / n + c[job] * (n - 1)  # noqa: E731
-        x1 = 1.0 / (a + b)  # throughput at 1 GPU
-        gain = (1.0 / y(lo + 1) - 1.0 / np.maximum(y(np.maximum(lo, 1)), 1e-300)) / x1[job]
-        gain = np.where(lo < 1, 1.0 / y(lo + 1) / x1[job], gain)  # from 0 GPUs: the whole S(1)
+        y1 = (a + b)[job]  # seconds per sample on 1 GPU: S(n) = y1 / y(n)
+        if UTILITY == "speedup":  # sum of speedups: S(x+1) - S(x)
+            gain = y1 / y(lo + 1) - np.where(lo < 1, 0.0, y1 / y(np.maximum(lo, 1)))
+        else:  # Pollux's p = -1 power mean: -1/S; from 0 GPUs the gain is that of S(1) = 1
+            gain = np.where(lo < 1, 1.0, y(np.maximum(lo, 1)) / y1) - y(lo + 1) / y1
         gain = gain * w[midx][job]
         # Non-increasing per job (running minimum), so every job's picks are a prefix.
         gain = _segment_cummin(gain, start, ext)
