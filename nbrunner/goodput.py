@@ -58,7 +58,7 @@ import numpy as np
 
 __all__ = ["ThroughputModel", "fit_throughput", "fit_many", "goodput_allocate", "HORIZON_S", "EXPLORE_FACTOR"]
 
-HORIZON_S = 1800.0
+HORIZON_S = 300.0
 UTILITY = "fair"
 EXPLORE_FACTOR = 2
 # Feature subsets (columns of (1/n, 1, n-1)); b (1/n) first so ties prefer it. Sync
@@ -195,11 +195,29 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, fa
         y1 = (a + b)[job]  # seconds per sample on 1 GPU: S(n) = y1 / y(n)
         if UTILITY == "speedup":  # sum of speedups: S(x+1) - S(x)
             gain = y1 / y(lo + 1) - np.where(lo < 1, 0.0, y1 / y(np.maximum(lo, 1)))
-        else:  # Pollux's p = -1 power mean: -1/S; from 0 GPUs the gain is that of S(1) = 1
-            gain = np.where(lo < 1, 1.0, y(np.maximum(lo, 1)) / y1) - y(lo + 1) / y1
+        else:  # Pollux's p = -1 power mean: -1/S (concave here); from 0 GPUs the gain is 1
+            gain = np.where(lo < 1, 1.0, (y(np.maximum(lo, 1)) - y(lo + 1)) / y1)
         gain = gain * w[midx][job]
         # Non-increasing per job (running minimum), so every job's picks are a prefix.
         gain = _segment_cummin(gain, start, ext)
+        # Sticky: a running job at g loses its pause on any change, so the GPUs up to
+        # its current count are worth the pause's share of its utility more (spread
+        # evenly over them; still non-increasing).
+        cur, rho = _current(adm_demands, midx, mm, cap)
+        sticky = np.flatnonzero((cur > mm) & (rho > 0))
+        if len(sticky):
+            gc = cur[sticky].astype(np.float64)
+            yg = a[sticky] + b[sticky] / gc + c[sticky] * (gc - 1)
+            y1s = a[sticky] + b[sticky]
+            r = rho[sticky]
+            if UTILITY == "speedup":
+                beta = y1s / yg * r
+            else:
+                beta = yg / y1s * r / (1 - r)
+            beta = beta * w[midx][sticky] / (cur[sticky] - mm[sticky])
+            bonus = np.zeros(len(midx))
+            bonus[sticky] = beta
+            gain = gain + np.where(lo < cur[job], bonus[job], 0.0)
         pos = gain > 0
         cand = np.flatnonzero(pos)
         if len(cand) > pool:
@@ -212,6 +230,21 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, fa
         np.add.at(x, midx, np.bincount(job[cand], minlength=len(midx)))
     _restart_aware(x, m, M, midx, coef, adm_demands)
     return x
+
+
+def _current(adm_demands: list[dict], midx: np.ndarray, mm: np.ndarray, cap: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Current GPU count (0 if not running or outside ``[min, cap]``) and pause / horizon per measured job."""
+    cur = np.zeros(len(midx), dtype=np.int64)
+    rho = np.zeros(len(midx))
+    for r, i in enumerate(midx.tolist()):
+        d = adm_demands[i]
+        g = d.get("gpus", 0)
+        if g and d.get("running", False) and mm[r] <= g <= cap[r]:
+            H = float(d.get("horizon_s", HORIZON_S))
+            cur[r] = g
+            rho[r] = min(max(float(d.get("pause_s", 0.0) or 0.0) / H, 0.0), 0.5) if H > 0 else 0.5
+    return cur, rho
 
 
 def _segment_cummin(v: np.ndarray, start: np.ndarray, ext: np.ndarray) -> np.ndarray:
