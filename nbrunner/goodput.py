@@ -22,8 +22,9 @@ coefficients). Residuals are relative (each point weighted by ``1/y^2``), so a
 fast and a slow size count alike. Duplicate sizes are averaged first.
 
 Extrapolation is bounded as in Pollux: a job is not predicted to gain from more
-than ``2 x`` the largest size it has run (:data:`EXPLORE_FACTOR`), so a job
-measured at one size grows step by step and is measured again on the way.
+than ``2 x`` the largest size it has run (:data:`EXPLORE_FACTOR`) or the size it
+holds now, so a job measured at one size grows step by step and is measured again
+on the way.
 
 Policy (:func:`goodput_allocate`, called by ``nbrunner.allocate.allocate``):
 
@@ -33,7 +34,8 @@ Policy (:func:`goodput_allocate`, called by ``nbrunner.allocate.allocate``):
    (``min(total, sum max)`` minus those shares minus the measured jobs' minimums)
    go one at a time to the measured job whose weighted marginal speedup
    ``priority * (S(x+1) - S(x))`` is largest (ties: the earlier job in the
-   order), never past its max, its peak or ``2 x`` its largest measured size.
+   order), never past its max, its peak or ``2 x`` its largest measured size
+   (or its current size, if larger).
    Each job's gain sequence is made non-increasing (running minimum) so the
    greedy is a single top-k selection. GPUs no measured job gains from stay free.
 3. Restart-aware: a demand may carry ``"gpus"`` (its current GPU count, default
@@ -183,7 +185,10 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, fa
     mm, MM = m[midx], M[midx]
     x[midx] = mm
     pool = min(total, int(M.sum())) - int(x.sum())
-    cap = np.minimum(MM, np.maximum(EXPLORE_FACTOR * max_seen, mm))  # most each job may reach
+    held = np.fromiter((d.get("gpus", 0) if d.get("running", False) else 0 for d in (adm_demands[i] for i in midx)),
+                       dtype=np.int64, count=len(midx))
+    # Most each job may reach: 2x its largest measured size, or what it holds now (measured soon).
+    cap = np.minimum(MM, np.maximum(np.maximum(EXPLORE_FACTOR * max_seen, held), mm))
     ext = np.maximum(cap - mm, 0)
     if pool > 0 and ext.sum() > 0:
         # Flat candidates: job j's k-th extra GPU takes it from mm+k to mm+k+1.
