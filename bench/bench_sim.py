@@ -35,7 +35,7 @@ except ImportError:  # run as a script from anywhere
 
 POLICIES = ("static", "tiresias", "fairshare", "priority", "goodput")
 GOAL_RATIO = 0.60
-TIME_LIMIT_S = 120.0
+TIME_LIMIT_S = 200.0  # 40 runs (5 policies x 8 workloads)
 
 
 def pollux_dir() -> Path:

@@ -14,9 +14,10 @@ Throughput is ``X(n) = 1 / y(n)`` and speedup ``S(n) = X(n) / X(1)``.
 
 Fit (:func:`fit_throughput`, batched in :func:`fit_many`): non-negative least
 squares of ``y = 1 / samples_per_s`` on the features ``(1/n, 1, n-1)``, solved
-exactly by trying every subset of the three coefficients that the number of
-distinct measured sizes can identify (1 size: ``b`` only, i.e. linear scaling
-from that point; 2 sizes: at most two coefficients; 3+: all) and keeping the
+exactly by trying every subset of the three coefficients that contains ``a`` or
+``b`` and that the number of distinct measured sizes can identify (1 size: ``b``
+only, i.e. linear scaling from that point; 2 sizes: at most two coefficients;
+3+: all) and keeping the
 non-negative one with the least relative squared error (ties: fewer
 coefficients). Residuals are relative (each point weighted by ``1/y^2``), so a
 fast and a slow size count alike. Duplicate sizes are averaged first.
@@ -32,15 +33,23 @@ Policy (:func:`goodput_allocate`, called by ``nbrunner.allocate.allocate``):
    computed for every admitted job.
 2. Admitted jobs without measurements keep their fairshare share. The GPUs left
    (``min(total, sum max)`` minus those shares minus the measured jobs' minimums)
-   go one at a time to the measured job whose weighted marginal speedup
-   ``priority * (S(x+1) - S(x))`` is largest (ties: the earlier job in the
+   go one at a time to the measured job whose weighted marginal gain
+   ``priority * (1/S(x) - 1/S(x+1))`` is largest (ties: the earlier job in the
    order), never past its max, its peak or ``2 x`` its largest measured size
-   (or its current size, if larger).
-   Each job's gain sequence is made non-increasing (running minimum) so the
-   greedy is a single top-k selection. GPUs no measured job gains from stay free.
+   (or its current size, if larger). That is the weighted sum of ``-1/S``,
+   Pollux's fairness-weighted speedup (power mean with p = -1): it is concave
+   in ``x`` for this model, so the greedy is optimal, and it favours jobs whose
+   speedup is still low over adding to one that already has many GPUs. The
+   plain sum of speedups is kept as ``UTILITY = "speedup"`` (measured worse in
+   the simulator). Gains are made non-increasing per job (running minimum) so
+   the greedy is one top-k selection. GPUs no measured job gains from stay free.
 3. Restart-aware: a demand may carry ``"gpus"`` (its current GPU count, default
    0), ``"pause_s"`` (measured pause of one resize, seconds, default 0) and
-   ``"horizon_s"`` (default :data:`HORIZON_S`). A running, measured job whose
+   ``"horizon_s"`` (default :data:`HORIZON_S`, 300 s = five 60 s scheduling
+   intervals). In the greedy, a running measured job's GPUs up to its current
+   count are worth ``rho / (1 - rho)`` of its utility more (``rho = pause /
+   horizon``, spread evenly over them), the utility it loses to a pause if it is
+   resized, so small reshuffles do not happen. After the greedy, a job whose
    new count ``x`` differs from ``g = gpus`` (both within ``[min, max]``) only
    grows if ``(H - pause) * X(x) > H * X(g)``, i.e. the samples it gains over the
    horizon exceed what the pause costs; GPUs of growths that are not made undo
