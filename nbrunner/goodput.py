@@ -189,6 +189,8 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, fa
     if not measured.any():
         return x
     midx = np.flatnonzero(measured)
+    for i in midx.tolist():
+        _check_restart_fields(adm_demands[i], adm_ids[i])
     coef, max_seen = _fit_arrays([_points(thr[i], adm_ids[i]) for i in midx])
     b, a, c = coef[:, 0], coef[:, 1], coef[:, 2]
     mm, MM = m[midx], M[midx]
@@ -244,6 +246,19 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, fa
         np.add.at(x, midx, np.bincount(job[cand], minlength=len(midx)))
     _restart_aware(x, m, M, midx, coef, adm_demands)
     return x
+
+
+def _check_restart_fields(d: dict, ident: Any) -> None:
+    g = d.get("gpus", 0)
+    if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 0:
+        raise ValueError(f"demand {ident!r}: gpus must be an integer >= 0, got {g!r}")
+    for key in ("pause_s", "horizon_s"):
+        v = d.get(key, 0.0)
+        if v is None and key == "pause_s":
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(v) or v < 0:
+            raise ValueError(f"demand {ident!r}: {key} must be a finite number >= 0, got {v!r}")
 
 
 def _current(adm_demands: list[dict], midx: np.ndarray, mm: np.ndarray, cap: np.ndarray

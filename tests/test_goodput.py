@@ -133,6 +133,16 @@ def test_restart_aware_undoes_shrink_that_fed_a_refused_growth():
     assert allocate(8, no_pause, "goodput") == {"a": 1, "b": 7}
 
 
+def test_restart_fields_are_validated():
+    t = curve(0.01, 0.002, 0.0, [1, 2])
+    d = job("a", 1, 4, running=True, gpus=2, pause_s=60.0, throughput=t)
+    for bad in ({"gpus": "2"}, {"gpus": -1}, {"gpus": True}, {"pause_s": -1.0}, {"pause_s": float("inf")},
+                {"horizon_s": "x"}):
+        with pytest.raises(ValueError):
+            allocate(3, [dict(d, **bad)], "goodput")
+    assert allocate(3, [dict(d, pause_s=None)], "goodput") == {"a": 3}  # None = no pause measured
+
+
 def test_horizon_field():
     t = curve(0.01, 0.002, 0.0, [1, 2])
     d = job("a", 1, 4, running=True, gpus=2, pause_s=60.0, throughput=t)
