@@ -2,8 +2,9 @@
 
 Usage::
 
-    python -m nbrunner.sim WORKLOAD.csv --gpus 64 --policy static|fairshare|priority \
-        [--json] [--restart-pause 2.0] [--interval 60] [--traces DIR]
+    python -m nbrunner.sim WORKLOAD.csv [--gpus 64] \
+        [--policy static|tiresias|fairshare|priority|goodput] [--restart-pause 30] \
+        [--traces DIR] [--json] [--interval 60]
 
 Workload CSV: ``name,time,application,num_replicas,batch_size`` (one job a row).
 Traces (default ``<workload dir>/../traces``): ``<app>/placements.csv``,
@@ -31,6 +32,18 @@ Model (all documented choices):
   (``iteration * B``) interpolated linearly in log(B), held constant outside.
 * Scheduling. ``static``: every job gets exactly ``num_replicas`` (capped at the
   cluster size), FIFO with no backfill (``allocate`` with min = max = request).
+  ``tiresias``: static sizes, preemptive two-queue discretised least attained
+  service as in Tiresias (and the Pollux artifact's Tiresias): a job whose
+  attained service (GPUs x seconds run) reaches ``TIRESIAS_THRESHOLD`` (16
+  GPU-hours) is demoted to the second queue; queue 0 before queue 1, FIFO (by
+  arrival in the queue) within each, and every job that fits in the GPUs left is
+  started (backfill); a running job that no longer fits is preempted (it keeps
+  its progress and pays the pause when it starts again).
+  ``goodput``: ``allocate`` with the same min and max as fairshare, each job
+  carrying ``throughput`` = the samples/s
+  at the GPU counts it has run so far (revealed by running, as a live job measures
+  them: nothing at sizes it has not run), its current ``gpus`` and ``pause_s`` =
+  ``--restart-pause``.
   ``fairshare``/``priority``: ``nbrunner.allocate.allocate`` with min 1 and max =
   the fewest GPUs reaching the job's peak measured throughput (adding GPUs past
   that no longer speeds it up), all priorities equal (5000; the workloads have
@@ -38,7 +51,9 @@ Model (all documented choices):
   ``--interval`` seconds (a periodic call whose inputs did not change since the
   last call is skipped: the function is pure, so it would return the same).
 * Every start and every change of a job's GPU count pauses it for
-  ``--restart-pause`` seconds (GPUs held, no progress).
+  ``--restart-pause`` seconds (GPUs held, no progress; default 30 s, the Pollux
+  simulator's figure). ``restarts`` counts every change of a job's GPU count
+  after its first start (resizes, preemptions and restarts).
 * Metrics: JCT = finish - submit; p99 by linear interpolation; makespan = last
   finish - first submit; utilization = allocated GPU-seconds / (GPUs x makespan).
 """
@@ -62,7 +77,8 @@ from nbrunner.core.allocate import allocate
 
 __all__ = ["AppModel", "Job", "SimResult", "load_apps", "load_workload", "simulate", "main"]
 
-POLICIES = ("static", "fairshare", "priority")
+POLICIES = ("static", "tiresias", "fairshare", "priority", "goodput")
+TIRESIAS_THRESHOLD = 3600.0 * 16  # GPU-seconds of attained service before demotion
 EPOCHS = {"bert": 2, "cifar10": 100, "ncf": 10, "imagenet": 90, "deepspeech2": 80, "yolov3": 50}
 DEFAULT_PRIORITY = 5000
 _EPS = 1e-9
@@ -198,6 +214,11 @@ class Job:
     finish: float | None = None
     resizes: int = 0
     max_gpus: int = 1
+    restarts: int = 0
+    attained: float = 0.0  # GPU-seconds run (tiresias)
+    queue: int = 0  # tiresias queue
+    queued_at: float = 0.0  # arrival in the current tiresias queue
+    measured: dict = field(default_factory=dict)  # gpus -> samples/s seen (goodput)
 
 
 def load_workload(path: str | os.PathLike) -> list[Job]:
@@ -231,13 +252,18 @@ class SimResult:
     def gpu_utilization(self) -> float:
         return self.gpu_seconds / (self.gpus * self.makespan_s) if self.makespan_s > 0 else 0.0
 
+    @property
+    def restarts(self) -> int:
+        return sum(j.restarts for j in self.jobs)
+
     def metrics(self) -> dict[str, float]:
         return {"avg_jct_s": self.avg_jct_s, "p99_jct_s": self.p99_jct_s,
-                "makespan_s": self.makespan_s, "gpu_utilization": self.gpu_utilization}
+                "makespan_s": self.makespan_s, "gpu_utilization": self.gpu_utilization,
+                "restarts": self.restarts}
 
 
 def simulate(workload: str | os.PathLike | list[Job], gpus: int = 64, policy: str = "fairshare", *,
-             traces: str | os.PathLike | None = None, restart_pause: float = 2.0,
+             traces: str | os.PathLike | None = None, restart_pause: float = 30.0,
              interval: float = 60.0) -> SimResult:
     """Replay a workload on ``gpus`` GPUs under ``policy`` and return the metrics."""
     if policy not in POLICIES:
@@ -270,31 +296,55 @@ def simulate(workload: str | os.PathLike | list[Job], gpus: int = 64, policy: st
     gpu_seconds = 0.0
     dirty = False  # policy inputs changed since the last call
     alloc_policy = "fairshare" if policy == "static" else policy
+    for j in jobs:
+        j.queued_at = j.submit
 
     def finish_time(j: Job) -> float:
         return max(now, j.paused_until) + (j.steps - j.done) * j.step_time
 
+    def tiresias() -> dict[int, int]:
+        for j in active.values():
+            if j.queue == 0 and j.attained >= TIRESIAS_THRESHOLD:
+                j.queue, j.queued_at = 1, now
+        free = gpus
+        grant = {}
+        for j in sorted(active.values(), key=lambda j: (j.queue, j.queued_at, j.idx)):
+            need = min(j.replicas, gpus)
+            grant[j.idx] = need if need <= free else 0
+            free -= grant[j.idx]
+        return grant
+
     def reallocate() -> None:
         nonlocal dirty
-        demands = []
-        for j in active.values():
-            if policy == "static":
-                lo = hi = min(j.replicas, gpus)
-            else:
-                lo, hi = 1, j.max_gpus
-            demands.append({"id": j.idx, "min_gpus": lo, "max_gpus": hi, "priority": DEFAULT_PRIORITY,
-                            "submitted_at": j.submit, "running": j.gpus > 0})
-        grant = allocate(gpus, demands, alloc_policy)
+        if policy == "tiresias":
+            grant = tiresias()
+        else:
+            demands = []
+            for j in active.values():
+                if policy == "static":
+                    lo = hi = min(j.replicas, gpus)
+                else:
+                    lo, hi = 1, j.max_gpus
+                d = {"id": j.idx, "min_gpus": lo, "max_gpus": hi, "priority": DEFAULT_PRIORITY,
+                     "submitted_at": j.submit, "running": j.gpus > 0}
+                if policy == "goodput":
+                    d.update(throughput=j.measured, gpus=j.gpus, pause_s=restart_pause)
+                demands.append(d)
+            grant = allocate(gpus, demands, alloc_policy)
         dirty = False
         for idx, g in grant.items():
             j = active[idx]
             if g == j.gpus:
                 continue
             if j.gpus == 0:
-                j.start = now
+                if j.start is None:
+                    j.start = now
+                else:
+                    j.restarts += 1
                 dirty = True  # the running set changed
             else:
                 j.resizes += 1
+                j.restarts += 1
             j.gpus = g
             if g == 0:
                 j.step_time = math.inf
@@ -302,8 +352,13 @@ def simulate(workload: str | os.PathLike | list[Job], gpus: int = 64, policy: st
             else:
                 j.step_time = apps[j.app].step_time(g, j.batch)
                 j.paused_until = now + restart_pause
+                if policy == "goodput":
+                    j.measured.setdefault(g, j.batch / j.step_time)
+                    dirty = True  # its inputs (gpus, throughput) changed
         if policy == "static":
             dirty = False  # static has no periodic reallocation
+        elif policy == "tiresias":
+            dirty = bool(active)  # attained service grows: check demotions every interval
 
     while nxt < len(arrivals) or active:
         t_arrival = arrivals[nxt].submit if nxt < len(arrivals) else math.inf
@@ -322,6 +377,7 @@ def simulate(workload: str | os.PathLike | list[Job], gpus: int = 64, policy: st
             if not j.gpus:
                 continue
             gpu_seconds += j.gpus * (t_next - now)
+            j.attained += j.gpus * (t_next - now)
             if finish_time(j) <= t_next + _EPS:
                 finished.append(j)
             else:
@@ -356,6 +412,7 @@ def _summary(res: SimResult, workload: str) -> str:
         f"makespan      {res.makespan_s:10.0f} s  ({res.makespan_s / 3600:.2f} h)",
         f"utilization   {res.gpu_utilization:10.1%}",
         f"resizes       {resizes:10d}",
+        f"restarts      {res.restarts:10d}",
     ]
     return "\n".join(lines)
 
@@ -366,7 +423,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpus", type=int, default=64, help="cluster size (default 64)")
     ap.add_argument("--policy", choices=POLICIES, default="fairshare")
     ap.add_argument("--json", action="store_true", help="print one JSON line of metrics")
-    ap.add_argument("--restart-pause", type=float, default=2.0, help="seconds lost per start/resize (default 2)")
+    ap.add_argument("--restart-pause", type=float, default=30.0,
+                    help="seconds lost per start/resize/restart (default 30)")
     ap.add_argument("--interval", type=float, default=60.0, help="periodic reallocation in seconds (default 60)")
     ap.add_argument("--traces", help="traces directory (default: <workload dir>/../traces)")
     args = ap.parse_args(argv)

@@ -171,3 +171,37 @@ def test_slots_revoked_unseen_are_released_and_a_closed_source_wants_none(worksp
         assert [p["gpus"] for p in a.timeline()] == [4, 2, 0]
         assert [p["gpus"] for p in b.timeline()][:2] == [2, 4]
         no_slot_ever_held_twice(cluster.store.r)
+
+
+# A follower that reports samples/s per learner count the way ElasticTrainer does (runtime.report
+# with samples_per_s and learners): BASE + SLOPE * n at sizes 1 and 2 first, then at every size it is granted.
+REPORTER = FOLLOWER.replace("client.declare(MIN, MAX)\n", """client.declare(MIN, MAX)
+from nbrunner import runtime
+RATE = lambda n: BASE + SLOPE * n
+for n in (1, 2):
+    runtime.report(metrics={"samples_per_s": RATE(n), "learners": n})
+""").replace("        client.release(extra)   # our 'learners' on those slots have exited\n", """        client.release(extra)   # our 'learners' on those slots have exited
+    if slots:
+        runtime.report(metrics={"samples_per_s": RATE(len(slots)), "learners": len(slots)})
+""")
+
+
+def test_goodput_policy_gives_gpus_to_the_job_that_scales(workspace):
+    make_notebook(workspace / "rep.ipynb", REPORTER,
+                  parameters="MIN = 1\nMAX = 4\nSTOP = 'stop'\nBASE = 0.0\nSLOPE = 100.0")
+    with nbrunner.setup_cluster(gpus=4, workers=2, workspace=workspace, policy="goodput") as cluster:
+        assert cluster.status()["policy"] == "goodput"
+        a = cluster.submit("rep.ipynb", {"STOP": "stop-a"}, min_gpus=1, max_gpus=4)
+        wait_for(lambda: gpus(a) == 4 and a.record.throughput.get("4") == 400.0, 60, what="A to run on 4")
+        b = cluster.submit("rep.ipynb", {"STOP": "stop-b", "BASE": 100.0, "SLOPE": 1.0}, min_gpus=1, max_gpus=4)
+        # fairshare would split 2/2; b's measurements show it gains ~1% from a second GPU.
+        wait_for(lambda: gpus(b) == 1 and gpus(a) == 3 and "1" in b.refresh().record.throughput, 60,
+                 what="3/1 by measured speedup")
+        wait_for(lambda: a.refresh().record.throughput.get("3") == 300.0, 30, what="A's rate on 3")
+        assert a.record.throughput == {"1": 100.0, "2": 200.0, "3": 300.0, "4": 400.0}
+        assert b.record.throughput["1"] == 101.0
+        for name, job in (("stop-a", a), ("stop-b", b)):
+            (workspace / name).touch()
+            job.wait(60)
+            assert job.record.status == "completed", job.record.error
+        no_slot_ever_held_twice(cluster.store.r)

@@ -93,7 +93,7 @@ def test_single_job_finishes_in_expected_time(cluster):
     traces, workload = cluster
     path = workload("one", [("long-0", 10, "long", 2, 32)])
     expected = 2.0 + 2000 * toy_step(2, 16)[0]
-    res = simulate(path, 4, "static")
+    res = simulate(path, 4, "static", restart_pause=2.0)
     assert res.avg_jct_s == pytest.approx(expected)
     assert res.makespan_s == pytest.approx(expected)
     assert res.gpu_utilization == pytest.approx(0.5)
@@ -119,9 +119,9 @@ def test_fairshare_beats_static_on_contended_workload(cluster):
     rows = [("long-0", 0, "long", 4, 32)]
     rows += [(f"short-{i}", 5 + 20 * i, "short", 2, 32) for i in range(6)]
     path = workload("contended", rows)
-    static = simulate(path, 4, "static")
-    fair = simulate(path, 4, "fairshare")
-    prio = simulate(path, 4, "priority")
+    static = simulate(path, 4, "static", restart_pause=2.0)
+    fair = simulate(path, 4, "fairshare", restart_pause=2.0)
+    prio = simulate(path, 4, "priority", restart_pause=2.0)
     assert fair.avg_jct_s < 0.6 * static.avg_jct_s
     for res in (static, fair, prio):
         assert all(j.finish is not None and j.finish > j.submit for j in res.jobs)
@@ -153,7 +153,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 def test_cli_json_output_shape(cluster):
     traces, workload = cluster
     path = workload("cli", [("long-0", 0, "long", 4, 32), ("short-1", 5, "short", 2, 32)])
-    keys = {"avg_jct_s", "p99_jct_s", "makespan_s", "gpu_utilization"}
+    keys = {"avg_jct_s", "p99_jct_s", "makespan_s", "gpu_utilization", "restarts"}
     out = run_cli(str(path), "--gpus", "4", "--policy", "fairshare", "--json", "--restart-pause", "1",
                   "--interval", "30")
     assert out.returncode == 0, out.stderr
@@ -161,7 +161,8 @@ def test_cli_json_output_shape(cluster):
     assert len(lines) == 1
     data = json.loads(lines[0])
     assert set(data) == keys
-    assert all(isinstance(v, float) and v > 0 for v in data.values())
+    assert all(isinstance(data[k], float) and data[k] > 0 for k in keys - {"restarts"})
+    assert isinstance(data["restarts"], int) and data["restarts"] >= 1  # the short job's arrival resizes the long one
     out = run_cli(str(path), "--traces", str(traces / "missing"))
     assert out.returncode != 0 and "error" in out.stderr
 
@@ -169,10 +170,63 @@ def test_cli_json_output_shape(cluster):
 def test_main_in_process(cluster, capsys):
     traces, workload = cluster
     path = workload("cli", [("long-0", 0, "long", 4, 32), ("short-1", 5, "short", 2, 32)])
-    for policy in ("static", "priority"):
+    for policy in ("static", "tiresias", "priority", "goodput"):
         assert main([str(path), "--gpus", "4", "--policy", policy, "--json"]) == 0
         data = json.loads(capsys.readouterr().out)
-        assert set(data) == {"avg_jct_s", "p99_jct_s", "makespan_s", "gpu_utilization"}
+        assert set(data) == {"avg_jct_s", "p99_jct_s", "makespan_s", "gpu_utilization", "restarts"}
     assert main([str(path), "--gpus", "4", "--traces", str(traces)]) == 0  # override + readable summary
     text = capsys.readouterr().out
     assert "avg JCT" in text and "utilization" in text
+
+
+def test_tiresias_backfills_and_preempts_by_attained_service(cluster, monkeypatch):
+    import nbrunner.sim as sim
+
+    traces, workload = cluster
+    path = workload("las", [("a", 0, "long", 3, 32), ("b", 1, "long", 2, 32), ("c", 2, "short", 1, 32)])
+    res = simulate(path, 4, "tiresias", restart_pause=0.0)
+    a, b, c = res.jobs
+    assert c.start == pytest.approx(2.0)  # backfilled next to a (static would wait for a)
+    assert b.start >= c.finish - 1e-9 or b.start >= a.finish - 1e-9
+    # A tiny threshold demotes a after its first interval: b (queue 0) preempts it.
+    monkeypatch.setattr(sim, "TIRESIAS_THRESHOLD", 10.0)
+    res = simulate(path, 4, "tiresias", restart_pause=0.0, interval=60.0)
+    a, b, c = res.jobs
+    assert b.start < a.finish
+    assert a.restarts >= 1 and res.restarts >= 1
+
+
+def test_restart_pause_delays_every_start(cluster):
+    _, workload = cluster
+    path = workload("one", [("long-0", 10, "long", 2, 32)])
+    fast = simulate(path, 4, "static", restart_pause=0.0)
+    slow = simulate(path, 4, "static", restart_pause=30.0)
+    assert slow.avg_jct_s == pytest.approx(fast.avg_jct_s + 30.0)
+    assert slow.restarts == 0
+
+
+def test_goodput_only_sees_sizes_the_job_ran(cluster, monkeypatch):
+    import nbrunner.allocate as alloc_mod
+    import nbrunner.sim as sim
+
+    traces, workload = cluster
+    seen = []
+    real = alloc_mod.allocate
+
+    def spy(total, demands, policy="fairshare"):
+        for d in demands:
+            seen.append((d["gpus"], dict(d["throughput"])))
+        return real(total, demands, policy)
+
+    monkeypatch.setattr(sim, "allocate", spy)
+    rows = [("long-0", 0, "long", 4, 32)] + [(f"short-{i}", 5 + 20 * i, "short", 2, 32) for i in range(3)]
+    res = simulate(workload("g", rows), 4, "goodput", restart_pause=2.0)
+    assert all(j.finish is not None for j in res.jobs)
+    assert seen and seen[0] == (0, {})  # first call: nothing measured
+    for gpus, thr in seen:
+        assert gpus == 0 or gpus in thr  # a running job has measured its current size
+        assert all(1 <= n <= 4 for n in thr)
+    # What it sees is the trace's throughput at that size.
+    m = AppModel("long", traces / "long")
+    _, thr = next((g, t) for g, t in seen if 4 in t)
+    assert thr[4] == pytest.approx(32 / m.step_time(4, 32))

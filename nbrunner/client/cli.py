@@ -76,14 +76,16 @@ def up(workspace: Optional[Path] = DirOption,
        workers: int = typer.Option(2, min=1, help="worker processes"),
        port: int = typer.Option(8888, help="JupyterLab port"),
        no_lab: bool = typer.Option(False, "--no-lab", help="do not start JupyterLab"),
-       policy: str = typer.Option("fairshare", help="fairshare or priority"),
+       policy: str = typer.Option("fairshare", help="fairshare, priority or goodput"),
        host: Optional[str] = typer.Option(None, help="host name the workers register")) -> None:
     """Start Redis, the scheduler, workers and JupyterLab in the workspace, until Ctrl-C."""
     from ..core.config import Settings
     from ..execution.supervisor import Supervisor
 
-    if policy not in ("fairshare", "priority"):
-        raise typer.BadParameter(f"--policy must be fairshare or priority, got {policy!r}")
+    from ..core.allocate import POLICIES
+
+    if policy not in POLICIES:
+        raise typer.BadParameter(f"--policy must be fairshare, priority or goodput, got {policy!r}")
     slots = _gpus(gpus)
     settings = Settings.load(workspace)
     if not settings.workspace.is_dir():
@@ -276,15 +278,17 @@ def worker(gpus: str = typer.Option("auto", help="GPU slots: a number (CPU slots
 
 
 @app.command()
-def scheduler(policy: Optional[str] = typer.Option(None, help="fairshare or priority (default: keep the cluster's)"),
+def scheduler(policy: Optional[str] = typer.Option(None, help="fairshare, priority or goodput (default: keep the cluster's)"),
               workspace: Optional[Path] = DirOption) -> None:
     """Run the scheduler (a second one waits as standby)."""
     from .cluster import _reachable
     from ..core.config import Settings
     from ..control.scheduler import run_scheduler
 
-    if policy is not None and policy not in ("fairshare", "priority"):
-        raise typer.BadParameter(f"--policy must be fairshare or priority, got {policy!r}")
+    from ..core.allocate import POLICIES
+
+    if policy is not None and policy not in POLICIES:
+        raise typer.BadParameter(f"--policy must be fairshare, priority or goodput, got {policy!r}")
     settings = Settings.load(workspace)
     _reachable(settings)
     run_scheduler(settings, policy)

@@ -24,9 +24,11 @@ from typing import Any
 
 import numpy as np
 
+from .goodput import goodput_allocate
+
 __all__ = ["allocate", "POLICIES", "MIN_PRIORITY", "MAX_PRIORITY"]
 
-POLICIES = ("fairshare", "priority")
+POLICIES = ("fairshare", "priority", "goodput")
 MIN_PRIORITY = 1
 MAX_PRIORITY = 10000
 _FIELDS = ("id", "min_gpus", "max_gpus", "priority", "submitted_at")
@@ -43,7 +45,10 @@ def allocate(total_gpus: int, demands: list[dict], policy: str = "fairshare") ->
     does not fit (no backfill). ``fairshare`` splits ``min(total, sum max)`` by
     weighted max-min fairness (weights = priorities) and rounds by largest
     remainder (ties to the earlier job); ``priority`` gives every admitted job its
-    min and the rest greedily in order up to each max. Raises ``ValueError`` on
+    min and the rest greedily in order up to each max; ``goodput`` (see
+    ``nbrunner.core.goodput``) admits as fairshare and gives the GPUs above the
+    minimums by weighted marginal speedup of each job's measured ``throughput``
+    (``{gpus: samples_per_s}``), restart-aware via ``gpus``/``pause_s``. Raises ``ValueError`` on
     invalid input.
     """
     if policy not in POLICIES:
@@ -69,7 +74,7 @@ def allocate(total_gpus: int, demands: list[dict], policy: str = "fairshare") ->
     t_all = _time_array(subs, ids)
     not_running = ~_bool_array(running, ids)
 
-    if policy == "fairshare":
+    if policy != "priority":
         order = np.lexsort((id_key, t_all, not_running))
     else:
         order = np.lexsort((id_key, t_all, -w_all, not_running))
@@ -81,8 +86,10 @@ def allocate(total_gpus: int, demands: list[dict], policy: str = "fairshare") ->
     m = m[:cut]
     M = np.minimum(M_all[adm], total)
 
-    if policy == "fairshare":
+    if policy != "priority":
         x = _fairshare(total, m, M, w_all[adm], w_is_int)
+        if policy == "goodput":  # nbrunner/core/goodput.py: measured speedups, restart-aware
+            x = goodput_allocate(total, m, M, w_all[adm], x, [demands[i] for i in adm], [ids[i] for i in adm])
     else:
         cap = M - m
         before = np.cumsum(cap) - cap  # extra GPUs wanted by earlier admitted jobs

@@ -192,6 +192,8 @@ class JobRecord(BaseModel):
     released: bool = True  # the worker confirmed nothing of the job runs anymore
     cancel_requested: bool = False
     queue_position: int | None = None
+    throughput: dict[str, float] = Field(default_factory=dict)  # elastic: samples/s by learner count (goodput)
+    pause_s: float | None = None  # elastic: the last resize's measured pause (goodput)
 
     @property
     def finished(self) -> bool:

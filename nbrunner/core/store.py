@@ -134,6 +134,7 @@ class JobStore:
                 rec.progress = max(0.0, min(1.0, float(progress)))
             if metrics:
                 rec.metrics.update(metrics)
+                _record_throughput(rec, metrics)
             return True
 
         self.update(job_id, change, event="progress")
@@ -156,3 +157,12 @@ class JobStore:
                 after = eid
                 events.append(fields)
         return after, events
+
+
+def _record_throughput(rec: JobRecord, metrics: dict[str, Any]) -> None:
+    """Keep an elastic job's samples/s per learner count and last resize pause (goodput policy inputs)."""
+    sps, n, pause = metrics.get("samples_per_s"), metrics.get("learners"), metrics.get("resize_pause_s")
+    if isinstance(sps, (int, float)) and sps > 0 and isinstance(n, int) and not isinstance(n, bool) and n > 0:
+        rec.throughput[str(n)] = float(sps)
+    if isinstance(pause, (int, float)) and pause >= 0:
+        rec.pause_s = float(pause)

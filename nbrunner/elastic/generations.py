@@ -66,6 +66,7 @@ class Generations:
         self.inflight = None
         self.active_gen = g
         self.world = plan.world
+        self._rate.clear()  # samples/s is measured per learner count (the scheduler's throughput model)
         if plan.reason != "start":
             info = {"step": int(r["step"]), "from": int(r["from"]), "to": int(r["to"]),
                     "pause_s": r["pause_s"], "reason": plan.reason}
@@ -80,7 +81,8 @@ class Generations:
                 cb.on_rescale(info)
         self.step = int(r["step"])
         total = self._total()
-        runtime.report(progress=(self.step / total) if total else None, metrics={"learners": plan.world},
+        pause = {"resize_pause_s": r["pause_s"]} if plan.reason != "start" and r["pause_s"] is not None else {}
+        runtime.report(progress=(self.step / total) if total else None, metrics={"learners": plan.world, **pause},
                        step=self.step)  # the job's record shows the new size at once
 
     def _spawnable(self) -> bool:
