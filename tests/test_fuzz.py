@@ -21,7 +21,7 @@ import pytest
 import requests
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from nbrunner import cli
+from nbrunner.client import cli
 from nbrunner.core.keys import JOBS
 
 from support import make_notebook, short_tmpdir, wait_for

@@ -176,7 +176,7 @@ def test_slots_revoked_unseen_are_released_and_a_closed_source_wants_none(worksp
 # A follower that reports samples/s per learner count the way ElasticTrainer does (runtime.report
 # with samples_per_s and learners): BASE + SLOPE * n at sizes 1 and 2 first, then at every size it is granted.
 REPORTER = FOLLOWER.replace("client.declare(MIN, MAX)\n", """client.declare(MIN, MAX)
-from nbrunner import runtime
+from nbrunner.control import runtime
 RATE = lambda n: BASE + SLOPE * n
 for n in (1, 2):
     runtime.report(metrics={"samples_per_s": RATE(n), "learners": n})

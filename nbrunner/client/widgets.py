@@ -351,7 +351,7 @@ class JobsMonitor(_LiveWidget):
     (editable: a new value calls :meth:`Job.set_priority`) and a Cancel button
     (:meth:`Job.cancel`).  Filters (combined): ``status`` shows only jobs in that state,
     ``owner`` only that user's jobs (``mine=True``: the current user's), ``sweep`` only the
-    trials of that sweep (an id, or a :class:`nbrunner.sweeps.Sweep`).  Call :meth:`close`
+    trials of that sweep (an id, or a :class:`nbrunner.client.sweep.Sweep`).  Call :meth:`close`
     to stop it.  ``cluster.monitor(...)`` makes one for a cluster.
     """
 

@@ -1,7 +1,7 @@
 """Input limits shared by the REST API, the CLI and the Python helpers.
 
 One user's request must never stall the cluster: whatever is accepted here can be stored,
-read back, scheduled and run. Every check raises :class:`~nbrunner.errors.InvalidRequest`
+read back, scheduled and run. Every check raises :class:`~nbrunner.core.errors.InvalidRequest`
 with a one-line message naming the field and the limit (the limits are listed in the README).
 """
 from __future__ import annotations

@@ -60,7 +60,7 @@ class JobStore:
         return self.load(job_id, raw)
 
     def load(self, job_id: str, raw: str) -> JobRecord:
-        """Parse a stored record; one that cannot be read is quarantined (see :mod:`nbrunner.quarantine`)."""
+        """Parse a stored record; one that cannot be read is quarantined (see :mod:`nbrunner.core.quarantine`)."""
         try:
             return JobRecord.model_validate_json(raw)
         except Exception as exc:  # noqa: BLE001 - a corrupt record must not break a listing or a pass

@@ -238,7 +238,7 @@ def _env_factory() -> Optional[SlotSourceFactory]:
 def default_slot_source(max_gpus: Optional[int], min_gpus: int = 1) -> Any:
     """The slot source ``ElasticTrainer.train`` uses when no ``slots=`` is given.
 
-    Inside a job (``nbrunner.runtime.job_id()`` is set, i.e. the worker exported
+    Inside a job (``nbrunner.control.runtime.job_id()`` is set, i.e. the worker exported
     ``NBRUNNER_JOB_ID``), a registered cluster factory (``register_slot_source_factory``
     or ``NBRUNNER_SLOT_SOURCE=module:factory``) provides the slots granted by the
     allocator.  Without one -- and always outside a job -- it is ``LocalSlots(max_gpus or 1)``.
