@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
-
-import nbformat
+from typing import TYPE_CHECKING, Any
 
 from ..control import grants, submit
 from ..core.errors import NotFound
 from ..core.models import FINISHED, JobRecord
+from ..core.notebooks import load_nbformat
+
+if TYPE_CHECKING:  # imported in output_notebook(): the CLI's read commands never need it
+    import nbformat
 
 
 class Job:
@@ -66,7 +68,7 @@ class Job:
         path = self.dir / "output.ipynb"
         if not path.exists():
             raise NotFound(f"job {self.id} has no output notebook yet")
-        return nbformat.read(str(path), as_version=4)
+        return load_nbformat().read(str(path), as_version=4)
 
     def cancel(self) -> "Job":
         self.record = submit.cancel(self.cluster.store, self.id)

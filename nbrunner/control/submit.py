@@ -12,14 +12,16 @@ import secrets
 import shutil
 import string
 from pathlib import Path
-from typing import Any
-
-import nbformat
+from typing import TYPE_CHECKING, Any
 
 from ..core.config import Settings
 from ..core.errors import Conflict, InvalidRequest
 from ..core.models import PRIORITY_MAX, PRIORITY_MIN, JobRecord, JobRequest, utcnow
+from ..core.notebooks import load_nbformat
 from ..core.store import JobStore
+
+if TYPE_CHECKING:  # imported on first use (load_nbformat): the CLI's read commands never need it
+    import nbformat
 
 ID_ALPHABET = string.ascii_lowercase + string.digits
 MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
@@ -73,6 +75,7 @@ def read_notebook(path: Path, shown: str) -> nbformat.NotebookNode:
         raise InvalidRequest(f"not a notebook (invalid JSON): {shown}") from None
     if not isinstance(data, dict) or not isinstance(data.get("nbformat"), int):
         raise InvalidRequest(f"not a notebook (no nbformat version): {shown}")
+    nbformat = load_nbformat()
     try:
         nb = nbformat.reads(text, as_version=4)
         nbformat.validate(nb)
@@ -173,7 +176,7 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any] | JobReq
         raise Conflict("could not allocate a job id")
     try:
         (job_dir / "logs").mkdir()
-        nbformat.write(nb, str(job_dir / "input.ipynb"))
+        load_nbformat().write(nb, str(job_dir / "input.ipynb"))
         record = JobRecord(
             id=job_id,
             name=req.name or path.stem,

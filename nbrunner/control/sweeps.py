@@ -151,7 +151,9 @@ def create_sweep(store: JobStore, settings: Settings, notebook: str | os.PathLik
                  owner: str | None = None, base: Path | None = None, allow_file: bool = True,
                  **options: Any) -> SweepRecord:
     """Validate, record the sweep and submit its first trials (at most ``max_parallel``)."""
-    import nbformat
+    from ..core.notebooks import load_nbformat
+
+    nbformat = load_nbformat()
 
     parsed, trials, path, nb, options = prepare(settings, notebook, spec, base=base, allow_file=allow_file,
                                                 options=options)

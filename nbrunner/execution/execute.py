@@ -14,13 +14,14 @@ import socket
 from contextlib import contextmanager
 from pathlib import Path
 
-import nbformat
-
 from ..control.runtime import ENV_JOB_DIR, ENV_JOB_ID
 from ..core.config import Settings
 from ..core.models import JobRecord, utcnow
+from ..core.notebooks import load_nbformat
 from ..core.store import JobStore
 from .deadline import Deadline, kernel_processes
+
+nbformat = load_nbformat()  # without jsonschema's slow optional IRI checker (core.notebooks)
 
 log = logging.getLogger("nbrunner.execute")
 
