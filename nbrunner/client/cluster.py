@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
@@ -18,7 +18,9 @@ from ..core.store import JobStore
 from ..execution.redis_server import ping
 from . import session
 from .job import Job
-from .sweep import Sweep, submit_sweep
+
+if TYPE_CHECKING:  # imported in sweep(): the CLI's read commands do not need the sweep machinery
+    from .sweep import Sweep
 
 
 def _reachable(settings: Settings) -> JobStore:
@@ -102,6 +104,8 @@ class Cluster:
 
     def sweep(self, notebook: str | os.PathLike, spec: Any, **kwargs: Any) -> Sweep:
         """Start a sweep of ``notebook`` over ``spec`` (see :mod:`nbrunner.core.sweeps.spec`)."""
+        from .sweep import submit_sweep
+
         return submit_sweep(self, notebook, spec, **kwargs)
 
     def wait_ready(self, workers: int = 1, timeout: float = 30.0) -> None:
