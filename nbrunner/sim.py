@@ -44,7 +44,7 @@ Model (all documented choices):
   at the GPU counts it has run so far (revealed by running, as a live job measures
   them: nothing at sizes it has not run), its current ``gpus`` and ``pause_s`` =
   ``--restart-pause``.
-  ``fairshare``/``priority``: ``nbrunner.allocate.allocate`` with min 1 and max =
+  ``fairshare``/``priority``: ``nbrunner.core.allocate.allocate`` with min 1 and max =
   the fewest GPUs reaching the job's peak measured throughput (adding GPUs past
   that no longer speeds it up), all priorities equal (5000; the workloads have
   none). The policy is applied at every arrival and completion and every

@@ -206,7 +206,7 @@ def test_restart_pause_delays_every_start(cluster):
 
 
 def test_goodput_only_sees_sizes_the_job_ran(cluster, monkeypatch):
-    import nbrunner.allocate as alloc_mod
+    import nbrunner.core.allocate as alloc_mod
     import nbrunner.sim as sim
 
     traces, workload = cluster
