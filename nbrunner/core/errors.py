@@ -26,3 +26,9 @@ class NoCluster(NbrunnerError):
     """No running cluster could be reached."""
 
     status = 503
+
+
+def one_line(text: object, limit: int = 300) -> str:
+    """``text`` on one line (whitespace runs collapsed), cut to ``limit`` characters with "..."."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -14,6 +14,7 @@ from typing import Any
 
 import redis
 
+from .errors import one_line
 from .keys import ACTIVE, EVENTS, EVENTS_MAXLEN, PREFIX, job_key
 from .models import JobRecord, parse_time, utcnow
 
@@ -23,11 +24,6 @@ log = logging.getLogger("nbrunner.quarantine")
 
 def quarantine_key(job_id: str) -> str:
     return QUARANTINE + job_id
-
-
-def one_line(text: Any, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _cause(exc: BaseException) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..control.runtime import ENV_JOB_DIR, ENV_JOB_ID
 from ..core.config import Settings
+from ..core.errors import one_line
 from ..core.models import JobRecord, utcnow
 from ..core.notebooks import load_nbformat
 from ..core.store import JobStore
@@ -28,11 +29,6 @@ log = logging.getLogger("nbrunner.execute")
 
 class JobTimeout(Exception):
     pass
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def describe_failure(exc: BaseException, timeout: float | None, earlier: tuple = (), output: Path | None = None) -> str:

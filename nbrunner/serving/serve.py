@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ..core.config import Settings
-from ..core.errors import NbrunnerError
+from ..core.errors import NbrunnerError, one_line
 
 MAX_BODY = 16 * 1024 * 1024
 DRAIN_LIMIT = 64 * 1024 * 1024  # larger bodies are refused without reading them
@@ -31,11 +31,6 @@ DRAIN_LIMIT = 64 * 1024 * 1024  # larger bodies are refused without reading them
 
 class BadInput(Exception):
     """A request the server refuses with 400."""
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def to_tensor(inputs: Any):
@@ -117,7 +112,7 @@ class ModelServer(ThreadingHTTPServer):
                 out = self.model(x)
             except Exception as exc:  # noqa: BLE001 - wrong shape or dtype: the caller's input
                 raise BadInput(f"the model cannot score these inputs (shape {list(x.shape)}): "
-                               f"{exc.__class__.__name__}: {_one_line(exc)}") from None
+                               f"{exc.__class__.__name__}: {one_line(exc)}") from None
         return {"predictions": predictions(out, raw)}
 
 
@@ -186,7 +181,7 @@ class _Handler(BaseHTTPRequestHandler):
         except BadInput as exc:
             return self.fail(400, str(exc))
         except Exception as exc:  # noqa: BLE001 - keep serving whatever happens
-            return self.fail(500, f"{exc.__class__.__name__}: {_one_line(exc)}")
+            return self.fail(500, f"{exc.__class__.__name__}: {one_line(exc)}")
         self.reply(200, result)
 
 
