@@ -42,6 +42,12 @@ def wait_for(condition: Callable[[], object], timeout: float = 30.0, interval: f
         time.sleep(interval)
 
 
+def released_timeline(job, timeout: float = 30.0) -> list[int]:
+    """The GPU counts of an ended job's timeline, once its worker has written the final release
+    (that point lands just after the job's final status)."""
+    points = wait_for(lambda: (lambda p: p if p and p[-1] == 0 else None)([q["gpus"] for q in job.timeline()]),
+                      timeout, what=f"job {job.id}'s release point")
+    return points
 
 
 def no_slot_ever_held_twice(r) -> int:

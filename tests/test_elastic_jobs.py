@@ -10,7 +10,7 @@ import torch
 
 import nbrunner
 
-from support import make_notebook, no_slot_ever_held_twice, wait_for
+from support import make_notebook, no_slot_ever_held_twice, released_timeline, wait_for
 
 SETUP = '''import json, os, time
 import torch
@@ -95,7 +95,7 @@ def test_a_job_shrinks_for_a_newcomer_and_grows_back_matching_a_static_run(works
         gate.unlink()  # let A finish
         a.wait(300)
         assert a.record.status == "completed", a.record.error
-        points = [p["gpus"] for p in a.timeline()]
+        points = released_timeline(a)
         assert ends_releasing(points, [2, 1, 2]), points
         assert no_slot_ever_held_twice(cluster.store.r) > 0
     history, elastic = result(workspace, "elastic")
@@ -144,9 +144,9 @@ def test_seeds_scenario_priorities_split_8_slots_3_5_then_the_second_grows_to_8(
         gates["second"].unlink()
         second.wait(300)
         assert second.record.status == "completed", second.record.error
-        points = [p["gpus"] for p in first.timeline()]
+        points = released_timeline(first)
         assert ends_releasing(points, [8, 4, 3]), points
-        grown = [p["gpus"] for p in second.timeline()]
+        grown = released_timeline(second)
         top = grown.index(8)
         # it only grew, through 4 (fair share) and 5 (its priority), up to 8; slots arrive one
         # learner at a time, so it may start below 4 (e.g. [3, 4, 5, 8])

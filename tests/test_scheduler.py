@@ -14,7 +14,7 @@ import nbrunner
 from nbrunner.control import grants
 from nbrunner.core.keys import LEASE
 
-from support import make_notebook, no_slot_ever_held_twice, wait_for
+from support import make_notebook, no_slot_ever_held_twice, released_timeline, wait_for
 
 GANG = """import os, time
 print('gpus', os.environ['NBRUNNER_GPUS'], 'cuda', os.environ['CUDA_VISIBLE_DEVICES'])
@@ -69,7 +69,7 @@ def test_gang_jobs_wait_for_whole_slots(workspace):
         # a job's record says completed before its worker confirmed the release of its slots
         wait_for(lambda: cluster.status()["gpus_free"] == 4, 30, what="all slots released")
         assert no_slot_ever_held_twice(cluster.store.r) >= 12
-        assert [p["gpus"] for p in waiting[0].timeline()] == [2, 0]
+        assert released_timeline(waiting[0]) == [2, 0]
 
 
 def test_elastic_jobs_rebalance_by_fair_share_and_priority(workspace):
@@ -90,8 +90,8 @@ def test_elastic_jobs_rebalance_by_fair_share_and_priority(workspace):
         # Slots move one learner at a time, so a step may pass through a size in between
         # (A 4 -> 3 -> 2, B starting on the first freed slot): A falls to 2 and then 1, B rises
         # to 2, then 3 (its priority), then 4 (A finished).
-        a_sizes = [p["gpus"] for p in a.timeline()]
-        b_sizes = [p["gpus"] for p in b.timeline()]
+        a_sizes = released_timeline(a)
+        b_sizes = released_timeline(b)
         a_falling = a_sizes[:a_sizes.index(1) + 1]
         b_rising = b_sizes[:b_sizes.index(4) + 1]
         assert a_falling[0] == 4 and 2 in a_falling and a_falling == sorted(set(a_falling), reverse=True), a_sizes
@@ -175,8 +175,8 @@ def test_slots_revoked_unseen_are_released_and_a_closed_source_wants_none(worksp
         (workspace / "end-a").touch()
         (workspace / "stop-b").touch()
         assert a.wait(60).record.status == b.wait(60).record.status == "completed"
-        assert [p["gpus"] for p in a.timeline()] == [4, 2, 0]
-        assert [p["gpus"] for p in b.timeline()][:2] == [2, 4]
+        assert released_timeline(a) == [4, 2, 0]
+        assert released_timeline(b)[:2] == [2, 4]
         no_slot_ever_held_twice(cluster.store.r)
 
 

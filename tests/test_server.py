@@ -1,6 +1,7 @@
 """The REST API (Jupyter server extension) against a real cluster, through jp_fetch."""
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -115,9 +116,16 @@ async def test_cluster_timeline_and_parameters(api):
     assert [s["index"] for s in status["hosts"][0]["slots"]] == [0, 1]
     code, job = await api("POST", "jobs", body={"notebook": "hello.ipynb", "max_gpus": 2})
     await wait_status(api, job["id"])
-    code, timeline = await api("GET", "cluster", "timeline")
-    mine = [j for j in timeline["jobs"] if j["id"] == job["id"]][0]
-    assert [p["gpus"] for p in mine["points"]] == [2, 0]
+    # The worker writes the release point just after the job's final status: wait for it (bounded).
+    deadline = time.monotonic() + 30
+    while True:
+        code, timeline = await api("GET", "cluster", "timeline")
+        mine = [j for j in timeline["jobs"] if j["id"] == job["id"]][0]
+        gpus = [p["gpus"] for p in mine["points"]]
+        if gpus[-1:] == [0] or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.2)
+    assert gpus == [2, 0]
     code, params = await api("GET", "notebook-parameters", path="hello.ipynb")
     assert code == 200
     assert params["parameters"] == [
