@@ -21,6 +21,7 @@ import threading
 import time
 from collections import defaultdict
 from contextlib import contextmanager
+from datetime import datetime, timezone
 
 import redis
 
@@ -38,6 +39,7 @@ from ..core.store import JobStore
 from . import grants
 from .queues import DEFAULT_QUEUE, host_queue, queue, rq_connection, rq_job_id
 from .registration import Capacity, live_capacity
+from .schedules import fire_due
 from .sweeps import advance_sweeps
 
 LEASE_TTL = float(os.environ.get("NBRUNNER_LEASE_TTL", "5"))
@@ -104,6 +106,7 @@ class Scheduler:
         self.stopping = threading.Event()
         self._stranded: dict[str, float] = {}  # rq job id -> when first seen 'queued' but in no queue
         self._renew = self.r.register_script(_RENEW)
+        self._next_fire = None  # the earliest fire time of a schedule: the loop wakes for it
         if policy:
             self.r.set(POLICY, policy)
         elif not self.r.exists(POLICY):
@@ -133,7 +136,7 @@ class Scheduler:
                     self.stopping.wait(min(1.0, LEASE_TTL / 5))
                     continue
                 self.step()
-                last, _ = self.store.wait_events(last, self.interval)
+                last, _ = self.store.wait_events(last, self._wait())
             except Exception as exc:  # Redis restarting or unreachable: retry
                 log.warning("scheduler pass failed: %s: %s", exc.__class__.__name__, exc)
                 self.stopping.wait(0.5)
@@ -142,6 +145,13 @@ class Scheduler:
 
     def stop(self) -> None:
         self.stopping.set()
+
+    def _wait(self) -> float:
+        """Seconds to wait for events: ``interval``, less if a schedule fires sooner."""
+        if self._next_fire is None:
+            return self.interval
+        due = (self._next_fire - datetime.now(timezone.utc)).total_seconds()
+        return max(0.001, min(self.interval, due))
 
     # ---- one pass -------------------------------------------------------------------
     def active_jobs(self) -> list[JobRecord]:
@@ -162,6 +172,7 @@ class Scheduler:
         held = grants.holdings(self.r)
         self.recover(jobs, cap, held)
         advance_sweeps(self.store, self.settings)  # trials are submitted as earlier ones finish
+        _, self._next_fire = fire_due(self.store, self.settings)  # scheduled runs whose time has come
         jobs = self.active_jobs()
         held = grants.holdings(self.r)
         self.allocate(jobs, cap, held)
