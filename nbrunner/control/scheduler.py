@@ -130,6 +130,7 @@ class Scheduler:
     def run(self) -> None:
         """Run until :meth:`stop` (or SIGTERM): standby until the lease is ours, then schedule."""
         last = self.store.last_event_id()
+        threading.Thread(target=_warm_imports, name="nbrunner-warm-imports", daemon=True).start()
         while not self.stopping.is_set():
             try:
                 if not self.acquire():
@@ -361,6 +362,20 @@ class Scheduler:
             "nbrunner.execution.execute.run_job", args=(new.id, new.attempt), job_id=rq_job_id(new.id, new.attempt),
             timeout=timeout, result_ttl=3600, failure_ttl=24 * 3600, description=f"nbrunner job {new.id}",
         )
+
+
+def _warm_imports() -> None:
+    """Import what submitting a job needs (nbformat, kernel specs) before the first scheduled
+    run, so that run is not late by the import time."""
+    try:
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        from ..core.notebooks import load_nbformat
+
+        load_nbformat()
+        KernelSpecManager().find_kernel_specs()
+    except Exception:  # noqa: BLE001 - a warm-up only: the real submit reports any problem
+        pass
 
 
 def run_scheduler(settings: Settings, policy: str | None = None) -> None:
