@@ -93,6 +93,8 @@ def test_runs_about_every_two_seconds_pause_resume_delete(cluster, ws):
     left = len(s.runs())
     time.sleep(2.5)
     assert len(s.runs()) == left >= count + 1  # deleted: no new runs, the old ones stay
+    p = run("jobs", "--schedule", s.id, "--json", "--dir", str(ws))
+    assert [j["id"] for j in json.loads(p.stdout)["jobs"]] == [j.id for j in s.runs()]
 
 
 def active_runs(s) -> int:

@@ -164,12 +164,16 @@ STATUSES = ("queued", "running", "completed", "failed", "cancelled")
 
 @app.command()
 def jobs(status: Optional[str] = typer.Option(None, "--status"), as_json: bool = typer.Option(False, "--json"),
+         schedule: Optional[str] = typer.Option(None, "--schedule", metavar="ID",
+                                                help="only the runs of this schedule, newest first"),
          workspace: Optional[Path] = DirOption) -> None:
     """List jobs."""
     if status is not None and status not in STATUSES:
         raise typer.BadParameter(f"--status must be one of {', '.join(STATUSES)}")
     cluster = _cluster(workspace)
     records = cluster.store.all(status)
+    if schedule is not None:
+        records = [r for r in reversed(records) if r.schedule == schedule]
     if as_json:
         _print_json({"jobs": [r.to_dict() for r in records]})
     else:
