@@ -226,3 +226,14 @@ async def test_servers_stop_with_the_jupyter_server(api, trained, jp_serverapp):
         await app.stop_extension()  # what the Jupyter server does when it stops
     wait_for(lambda: gone(server["pid"]), timeout=15, what="the model server to exit")
     assert refused(server["url"])
+
+
+async def test_model_routes_need_authentication(jp_fetch):
+    from tornado.httpclient import HTTPClientError
+
+    for method, path in (("GET", ("models",)), ("POST", ("models",)), ("GET", ("models", "serving")),
+                         ("POST", ("models", "serving")), ("DELETE", ("models", "serving", "x"))):
+        with pytest.raises(HTTPClientError) as info:
+            await jp_fetch("nbrunner", "api", *path, method=method, body="{}" if method == "POST" else None,
+                           headers={"Authorization": "token wrong"})
+        assert info.value.code in (401, 403), (method, path)
