@@ -133,7 +133,7 @@ export function JobRow(props: IJobRowProps): React.ReactElement {
           {registrable && (
             <button
               type="button"
-              className="nbrunner-Button"
+              className="nbrunner-Button nbrunner-JobRow-register"
               data-testid="nbrunner-job-register"
               aria-label={`Register the model of job ${label}`}
               title="Register the model this job saved, under a name (see the Models panel)"
