@@ -237,3 +237,39 @@ async def test_model_routes_need_authentication(jp_fetch):
             await jp_fetch("nbrunner", "api", *path, method=method, body="{}" if method == "POST" else None,
                            headers={"Authorization": "token wrong"})
         assert info.value.code in (401, 403), (method, path)
+
+
+def test_a_model_server_dies_with_a_killed_jupyter_server(trained):
+    """Even a SIGKILLed owner (no cleanup runs) takes its model servers with it."""
+    import signal
+    import subprocess
+    import sys
+
+    ws, job, _ = trained
+    from nbrunner.core.config import Settings
+    from nbrunner.serving.registry import register_model
+
+    register_model(Settings.load(ws), job, "orphan")
+    owner = subprocess.Popen([sys.executable, "-c", (
+        "import asyncio, sys, time\n"
+        "from nbrunner.core.config import Settings\n"
+        "from nbrunner.server.model_servers import ModelServers\n"
+        f"s = asyncio.run(ModelServers().start(Settings.load({str(ws)!r}), 'orphan'))\n"
+        "print(s.process.pid, s.url, flush=True)\n"
+        "time.sleep(300)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        pid, url = owner.stdout.readline().split()
+        assert http("GET", url + "/health")[0] == 200
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(10)
+    wait_for(lambda: gone(int(pid)) or _zombie(int(pid)), timeout=15, what="the orphaned model server to exit")
+    assert refused(url)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1].startswith("Z")
+    except OSError:
+        return True

@@ -1,7 +1,8 @@
 """Model servers started from the REST API: one ``nbrunner serve NAME:VERSION`` process per model name.
 
 The Jupyter server owns them: :meth:`ModelServers.stop_all` runs when the server extension
-stops (and at interpreter exit), so no model server outlives the Jupyter server that started it.
+stops (and at interpreter exit), and on Linux each process also gets SIGTERM when the Jupyter
+server dies (``PR_SET_PDEATHSIG``), so no model server outlives the Jupyter server that started it.
 Each process writes to ``<state>/serving/<NAME>.log``; its first line gives the URL it
 listens on, which :meth:`ModelServers.start` waits for (a process that exits first is an error
 with that log's last line).
@@ -30,6 +31,19 @@ HOST = "127.0.0.1"
 START_TIMEOUT = 120.0  # loading torch and the model in a fresh interpreter
 STOP_TIMEOUT = 10.0
 MIN_PORT = 1024
+# `nbrunner serve`, but first asking Linux for SIGTERM when the Jupyter server dies (even by
+# SIGKILL, when stop_all() cannot run); exits at once if it is already gone.
+_LAUNCH = (
+    "import ctypes, os, sys\n"
+    "try:\n"
+    "    ctypes.CDLL(None, use_errno=True).prctl(1, 15)  # PR_SET_PDEATHSIG, SIGTERM\n"
+    "except (OSError, AttributeError):\n"
+    "    pass\n"
+    "if os.getppid() != {parent}:\n"
+    "    sys.exit(1)\n"
+    "from nbrunner.client.cli import main\n"
+    "main()\n"
+)
 _LISTENING = re.compile(r"^serving (?P<label>\S+) on (?P<url>http://[^\s]+:(?P<port>\d+))")
 
 
@@ -137,8 +151,8 @@ class ModelServers:
         log_dir = settings.state_dir / "serving"
         log_dir.mkdir(parents=True, exist_ok=True)
         log = log_dir / f"{name}.log"
-        cmd = [sys.executable, "-m", "nbrunner", "serve", f"{name}:{version}", "--port", str(port or 0),
-               "--host", HOST, "--dir", str(settings.workspace)]
+        cmd = [sys.executable, "-c", _LAUNCH.format(parent=os.getpid()), "serve", f"{name}:{version}",
+               "--port", str(port or 0), "--host", HOST, "--dir", str(settings.workspace)]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(log, "wb") as out:
             # A session of its own: a Ctrl-C in the Jupyter server's terminal does not reach it;
