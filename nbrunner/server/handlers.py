@@ -106,7 +106,10 @@ class JobsHandler(BaseHandler):
         status = self.get_query_argument("status", None)
         if status is not None and status not in STATUSES:
             raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
+        schedule = self.get_query_argument("schedule", None)
         records = [r for r in self.cluster.store.all(status) if self.visible(r)]
+        if schedule is not None:  # a schedule's runs, newest first (also after the schedule was deleted)
+            records = [r for r in reversed(records) if r.schedule == schedule]
         self.reply({"jobs": [r.to_dict() for r in records]})
 
     @web.authenticated
@@ -120,6 +123,8 @@ class JobsHandler(BaseHandler):
             data["notebook"] = str(root / data["notebook"])
         if "sweep" in data:
             raise InvalidRequest("unknown field 'sweep' (trials are created by POST /sweeps)")
+        if "schedule" in data:
+            raise InvalidRequest("unknown field 'schedule' (runs are created by POST /schedules)")
         if data.get("cwd") is not None:  # like the notebook: relative to the server root
             data["cwd"] = str(root / self.relative_path(data["cwd"], "cwd"))
         rec = submit.submit(cluster.store, cluster.settings, data, owner=self.user())
@@ -267,6 +272,64 @@ class SweepHandler(BaseHandler):
         self.reply(self.sweep(sweep_id).cancel().to_dict())
 
 
+class SchedulesHandler(BaseHandler):
+    """``POST /schedules`` -> 201 schedule; ``GET /schedules`` -> ``{"schedules": [...]}``."""
+
+    @web.authenticated
+    def get(self) -> None:
+        from ..control.schedules import list_schedules
+
+        records = [r for r in list_schedules(self.cluster.store) if self.is_admin() or r.owner == self.user()]
+        self.reply({"schedules": [r.to_dict() for r in records]})
+
+    @web.authenticated
+    def post(self) -> None:
+        from ..control.schedules import create_schedule
+
+        data = self.body()
+        data["notebook"] = str(Path(self.settings["nbrunner_root"]).resolve() / self.relative_path(data.get("notebook")))
+        cluster = self.cluster
+        rec = create_schedule(cluster.store, cluster.settings, data, owner=self.user())
+        self.reply(rec.to_dict(), 201)
+
+
+class ScheduleHandler(BaseHandler):
+    """``GET``/``PATCH``/``DELETE /schedules/{id}`` (404 if unknown or not the user's)."""
+
+    def schedule(self, schedule_id: str):
+        from ..control.schedules import get_schedule
+
+        rec = get_schedule(self.cluster.store, schedule_id)
+        if not (self.is_admin() or rec.owner == self.user()):
+            raise NotFound(f"no schedule {schedule_id!r}")
+        return rec
+
+    @web.authenticated
+    def get(self, schedule_id: str) -> None:
+        self.reply(self.schedule(schedule_id).to_dict())
+
+    @web.authenticated
+    def patch(self, schedule_id: str) -> None:
+        from ..control.schedules import update_schedule
+
+        self.schedule(schedule_id)
+        data = self.body()
+        if "notebook" in data:
+            data["notebook"] = str(Path(self.settings["nbrunner_root"]).resolve()
+                                   / self.relative_path(data["notebook"]))
+        cluster = self.cluster
+        self.reply(update_schedule(cluster.store, cluster.settings, schedule_id, data).to_dict())
+
+    @web.authenticated
+    def delete(self, schedule_id: str) -> None:
+        from ..control.schedules import delete_schedule
+
+        self.schedule(schedule_id)
+        delete_schedule(self.cluster.store, schedule_id)
+        self.set_status(204)
+        self.finish()
+
+
 def routes() -> list[tuple[str, type]]:
     return [
         (rf"{API}/jobs/?", JobsHandler),
@@ -278,4 +341,6 @@ def routes() -> list[tuple[str, type]]:
         (rf"{API}/notebook-parameters/?", ParametersHandler),
         (rf"{API}/sweeps/?", SweepsHandler),
         (rf"{API}/sweeps/(?P<sweep_id>[a-z0-9]{{1,32}})/?", SweepHandler),
+        (rf"{API}/schedules/?", SchedulesHandler),
+        (rf"{API}/schedules/(?P<schedule_id>[a-z0-9]{{1,32}})/?", ScheduleHandler),
     ]
