@@ -32,7 +32,7 @@ export const WEEKDAYS = [
 ];
 
 /** Cron shortcuts the server accepts besides 5-field expressions. */
-export const CRON_SHORTCUTS = ['@hourly', '@daily', '@weekly'];
+export const CRON_SHORTCUTS = ['@hourly', '@daily', '@midnight', '@weekly', '@monthly'];
 
 /** The raw inputs of the "when" part of the dialog. */
 export interface IWhenValues {

@@ -93,7 +93,13 @@ export function ScheduleRow(props: {
       <td data-testid="nbrunner-schedule-timezone">{s.timezone}</td>
       <td>
         {s.paused ? (
-          <span className="nbrunner-Muted">–</span>
+          <span
+            className="nbrunner-Muted"
+            data-testid="nbrunner-schedule-next"
+            title="Paused: no run until resumed"
+          >
+            –
+          </span>
         ) : (
           <RelativeTime at={s.next_run_at} now={props.now} testid="nbrunner-schedule-next" />
         )}

@@ -274,7 +274,7 @@ export class SchedulesView extends ReactWidget {
               <tr>
                 <th scope="col">Name</th>
                 <th scope="col">Notebook</th>
-                <th scope="col">Runs</th>
+                <th scope="col">When</th>
                 <th scope="col">Time zone</th>
                 <th scope="col">Next run</th>
                 <th scope="col">Last run</th>

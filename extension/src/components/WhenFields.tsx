@@ -94,7 +94,7 @@ export function WhenFields(props: {
       <fieldset className="nbrunner-SubmitForm-section" data-testid="nbrunner-sweep-fields">
         <legend>Sweep</legend>
         <div className="nbrunner-SubmitForm-grid">
-          {text('spec', 'Spec', 'YAML: parameters, generate, objective…', {
+          {text('spec', 'Spec', 'a .yaml file', {
             placeholder: 'sweep.yaml'
           })}
         </div>
@@ -128,13 +128,13 @@ export function WhenFields(props: {
           </select>
         </FormField>
         {preset === 'seconds' &&
-          text('seconds', 'Every (s)', 'seconds between runs, ≥ 1', { inputMode: 'numeric' })}
+          text('seconds', 'Every (s)', 'seconds, ≥ 1', { inputMode: 'numeric' })}
         {preset === 'minutes' &&
-          text('minutes', 'Every (min)', 'minutes between runs, 1–59', {
+          text('minutes', 'Every (min)', 'minutes, 1–59', {
             inputMode: 'numeric'
           })}
         {preset === 'hourly' &&
-          text('minute', 'At minute', 'minutes past each hour, 0–59', { inputMode: 'numeric' })}
+          text('minute', 'At minute', 'past the hour, 0–59', { inputMode: 'numeric' })}
         {preset === 'weekly' && (
           <FormField id={weekdayId} label="On" field="when:weekday" hint="" error={null}>
             <select
@@ -153,9 +153,9 @@ export function WhenFields(props: {
           </FormField>
         )}
         {(preset === 'daily' || preset === 'weekly') &&
-          text('time', 'At', 'HH:MM, 24-hour clock', { placeholder: '09:00' })}
+          text('time', 'At', 'HH:MM (24 h)', { placeholder: '09:00' })}
         {preset === 'cron' &&
-          text('cron', 'Cron', 'minute hour day month weekday, or @hourly/@daily/@weekly', {
+          text('cron', 'Cron', 'min hour day month wday', {
             placeholder: '0 9 * * 1-5',
             spellCheck: false
           })}
@@ -174,7 +174,7 @@ export function WhenFields(props: {
           id={overlapId}
           label="If still running"
           field="when:overlap"
-          hint="when the previous run has not ended"
+          hint="previous run not over"
           error={null}
         >
           <select
