@@ -25,6 +25,7 @@ from .models import PRIORITY_DEFAULT, JobRequest, parse_time, utcnow, validation
 Overlap = Literal["skip", "queue"]
 CRON_ALIASES = ("@hourly", "@daily", "@midnight", "@weekly", "@monthly")
 MAX_EVERY_S = 366 * 24 * 3600
+MAX_CRON_CHARS = 200
 # the job options a schedule passes to each run
 JOB_OPTIONS = ("name", "min_gpus", "max_gpus", "priority", "timeout")
 # fields a PATCH may change
@@ -51,6 +52,8 @@ def check_cron(expr: Any) -> str:
 
     if not isinstance(expr, str) or not expr.strip():
         raise ValueError("cron must be a 5-field expression such as '0 3 * * *' or @hourly, @daily, @weekly")
+    if len(expr) > MAX_CRON_CHARS:
+        raise ValueError(f"cron is longer than {MAX_CRON_CHARS} characters")
     expr = " ".join(expr.split())
     if expr.startswith("@"):
         if expr.lower() not in CRON_ALIASES:
