@@ -17,6 +17,7 @@ import { IDocumentManager } from '@jupyterlab/docmanager';
 import { IDefaultFileBrowser, IFileBrowserFactory } from '@jupyterlab/filebrowser';
 
 import { errorMessage } from './api';
+import { runJobIcon } from './icons';
 import { scheduleIcon, SchedulesView } from './components/SchedulesView';
 import { editSchedule, runAsJob } from './run-as-job';
 import { pickSweepNotebook } from './sweep-picker';
@@ -105,6 +106,7 @@ export const schedulesPlugin: JupyterFrontEndPlugin<void> = {
     commands.addCommand(ScheduleCommandIDs.runSweep, {
       label: 'Run sweep…',
       caption: 'Run a notebook once per trial of this sweep spec',
+      icon: runJobIcon,
       execute: async args => {
         const spec = (args.spec as string | undefined) ?? selectedSpec();
         const notebook =
