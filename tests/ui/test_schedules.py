@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from datetime import datetime, timezone
 
 from playwright.sync_api import Locator, Page, expect
 
@@ -25,6 +26,22 @@ def runs(lab: Lab, schedule_id: str) -> list[dict]:
     code, body = lab.api("GET", f"jobs?schedule={schedule_id}")
     assert code == 200, body
     return body["jobs"]
+
+
+def epoch(iso: str) -> float:
+    """Seconds since the epoch of an ISO 8601 time (UTC when it names no zone)."""
+    moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def assert_no_run_after(lab: Lab, schedule_id: str, moment: float, window: float) -> None:
+    """Over ``window`` seconds, no run of the schedule is created after ``moment`` (epoch s; a
+    fire claimed just before it may still land within a second)."""
+    deadline = time.monotonic() + window
+    while time.monotonic() < deadline:
+        late = [r["id"] for r in runs(lab, schedule_id) if epoch(r["created_at"]) > moment + 1]
+        assert not late, f"runs started after the schedule stopped: {late}"
+        time.sleep(0.5)
 
 
 def open_dialog(page: Page, lab: Lab, notebook: str) -> Locator:
@@ -85,14 +102,13 @@ def test_schedule_a_notebook_then_pause_resume_edit_and_delete_it(lab, page):
     shot(page, "31-schedules-view-runs-arriving")
 
     # Pause: no new run for a while.
-    row.get_by_test_id("nbrunner-schedule-pause").click()
+    with page.expect_response(lambda r: bool(SCHEDULE_PATCH.search(r.url)) and r.request.method == "PATCH") as info:
+        row.get_by_test_id("nbrunner-schedule-pause").click()
+    assert info.value.status == 200 and info.value.json()["paused"] is True
+    paused_at = time.time()
     expect(row.get_by_test_id("nbrunner-schedule-state")).to_have_text("paused")
-    assert lab.api("GET", f"schedules/{sid}")[1]["paused"] is True
+    assert_no_run_after(lab, sid, paused_at, window=8)  # four periods of the schedule
     paused_count = len(runs(lab, sid))
-    deadline = time.monotonic() + 8  # four periods of the schedule
-    while time.monotonic() < deadline:
-        assert len(runs(lab, sid)) == paused_count, "a paused schedule started a run"
-        time.sleep(0.5)
     expect(row.get_by_test_id("nbrunner-schedule-next")).to_have_text("–")
     shot(page, "32-schedule-paused")
 
@@ -132,12 +148,9 @@ def test_schedule_a_notebook_then_pause_resume_edit_and_delete_it(lab, page):
     shot(page, "34-schedule-delete-confirm")
     confirm.get_by_test_id("nbrunner-delete-schedule-yes").click()
     expect(row).to_have_count(0)
+    deleted_at = time.time()
     assert lab.api("GET", f"schedules/{sid}")[0] == 404
-    count = len(runs(lab, sid))
-    deadline = time.monotonic() + 6  # two periods
-    while time.monotonic() < deadline:
-        assert len(runs(lab, sid)) == count, "a deleted schedule started a run"
-        time.sleep(0.5)
+    assert_no_run_after(lab, sid, deleted_at, window=6)  # two periods
     shot(page, "35-schedule-deleted")
 
 
