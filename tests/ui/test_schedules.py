@@ -11,6 +11,7 @@ import re
 import time
 from datetime import datetime, timezone
 
+import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from labserver import Lab
@@ -58,14 +59,31 @@ def schedule_row(page: Page, schedule_id: str) -> Locator:
     return page.locator(f'[data-testid="nbrunner-schedule"][data-schedule-id="{schedule_id}"]')
 
 
-def test_schedule_a_notebook_then_pause_resume_edit_and_delete_it(lab, page):
+@pytest.fixture
+def paris_page(browser, lab):
+    """A page whose browser runs in Europe/Paris (the server's default zone is UTC)."""
+    from playwright.sync_api import expect as expect_
+
+    expect_.set_options(timeout=20_000)
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, timezone_id="Europe/Paris")
+    pg = context.new_page()
+    pg.set_default_timeout(30_000)
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield pg
+    context.close()
+    assert not errors, f"uncaught errors in the page: {errors}"
+
+
+def test_schedule_a_notebook_then_pause_resume_edit_and_delete_it(lab, paris_page):
+    page = paris_page
     make_notebook(lab.workspace / "beat.ipynb", "print(f'beat {X}')", parameters="X = 1")
     dialog = open_dialog(page, lab, "beat.ipynb")
     dialog.get_by_test_id("nbrunner-mode-schedule").click()
     expect(dialog.get_by_test_id("nbrunner-mode-schedule")).to_have_attribute("aria-checked", "true")
     expect(page.get_by_test_id("nbrunner-submit")).to_have_text("Save schedule")
     # The time zone defaults to the browser's.
-    zone = page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone")
+    zone = "Europe/Paris"
     expect(dialog.get_by_test_id("nbrunner-when-timezone")).to_have_value(zone)
     dialog.get_by_test_id("nbrunner-when-preset").select_option("seconds")
     dialog.get_by_test_id("nbrunner-when-seconds").fill("2")

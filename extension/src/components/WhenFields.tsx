@@ -93,6 +93,10 @@ export function WhenFields(props: {
     return (
       <fieldset className="nbrunner-SubmitForm-section" data-testid="nbrunner-sweep-fields">
         <legend>Sweep</legend>
+        <p className="nbrunner-SubmitForm-note">
+          One job per trial, with the parameters the spec gives it; the trials show in the
+          Jobs panel with the sweep's leaderboard.
+        </p>
         <div className="nbrunner-SubmitForm-grid">
           {text('spec', 'Spec', 'a .yaml file', {
             placeholder: 'sweep.yaml'
