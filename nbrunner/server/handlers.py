@@ -326,6 +326,88 @@ class ScheduleHandler(BaseHandler):
 
         self.schedule(schedule_id)
         delete_schedule(self.cluster.store, schedule_id)
+# ---- models: the registry and model servers ---------------------------------------------------
+
+
+def _model_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """A registry entry (as ``nbrunner model list --json``) plus its model's framework, class and saved_at."""
+    try:
+        meta = json.loads((Path(entry["path"]) / "meta.json").read_text())
+    except (OSError, ValueError, TypeError):
+        meta = {}
+    meta = meta if isinstance(meta, dict) else {}
+    return {**entry, **{k: meta.get(k) for k in ("framework", "class_name", "saved_at", "input_shape")}}
+
+
+class ModelsHandler(BaseHandler):
+    """``GET /models`` -> ``{"models": [...], "jobs_with_model": [job ids]}``;
+    ``POST /models`` ``{job, name}`` -> 201 the new entry (the next version of ``name``)."""
+
+    @web.authenticated
+    def get(self) -> None:
+        from ..serving.registry import list_models
+
+        settings = self.cluster.settings
+        jobs = [r.id for r in self.cluster.store.all() if self.visible(r)
+                and (settings.job_dir(r.id) / "model" / "model.pkl").is_file()]
+        self.reply({"models": [_model_entry(m) for m in list_models(settings)], "jobs_with_model": jobs})
+
+    @web.authenticated
+    def post(self) -> None:
+        from ..serving.registry import JOB_RE, register_model
+
+        data = self.body()
+        for key in data:
+            if key not in ("job", "name"):
+                raise InvalidRequest(f"unknown field {key!r} (give {{\"job\": JOB, \"name\": NAME}})")
+        job_id, name = data.get("job"), data.get("name")
+        if not isinstance(job_id, str) or not job_id:
+            raise InvalidRequest("missing field 'job' (the id of a job that saved a model)")
+        if not isinstance(name, str) or not name:
+            raise InvalidRequest("missing field 'name' (the model's name, e.g. digits)")
+        if not JOB_RE.match(job_id):
+            raise NotFound(f"no job {job_id!r}")
+        self.job(job_id)
+        self.reply(_model_entry(register_model(self.cluster.settings, job_id, name)), 201)
+
+
+class ModelServingHandler(BaseHandler):
+    """``GET /models/serving`` -> ``{"servers": [...]}``; ``POST`` ``{model: "NAME[:VERSION]", port?}`` -> 201
+    the started server ``{name, version, model, port, url, pid, owner, started_at}``."""
+
+    @property
+    def servers(self):
+        return self.settings["nbrunner_model_servers"]
+
+    @web.authenticated
+    def get(self) -> None:
+        self.reply({"servers": [s.to_dict() for s in self.servers.list()]})
+
+    @web.authenticated
+    async def post(self) -> None:
+        data = self.body()
+        for key in data:
+            if key not in ("model", "port"):
+                raise InvalidRequest(f"unknown field {key!r} (give {{\"model\": \"NAME[:VERSION]\", \"port\": P}})")
+        if "model" not in data:
+            raise InvalidRequest("missing field 'model' (NAME or NAME:VERSION)")
+        server = await self.servers.start(self.cluster.settings, data["model"], data.get("port"), owner=self.user())
+        self.reply(server.to_dict(), 201)
+
+
+class ModelServerHandler(ModelServingHandler):
+    """``DELETE /models/serving/{name}`` -> 204: stops that model's server (404 if none runs)."""
+
+    @web.authenticated
+    def get(self, name: str) -> None:  # type: ignore[override]
+        self.reply(self.servers.get(name).to_dict())
+
+    @web.authenticated
+    def delete(self, name: str) -> None:
+        server = self.servers.get(name)
+        if not (self.is_admin() or server.owner == self.user()):
+            raise NotFound(f"model {name!r} is not being served")
+        self.servers.stop(name)
         self.set_status(204)
         self.finish()
 
@@ -343,4 +425,7 @@ def routes() -> list[tuple[str, type]]:
         (rf"{API}/sweeps/(?P<sweep_id>[a-z0-9]{{1,32}})/?", SweepHandler),
         (rf"{API}/schedules/?", SchedulesHandler),
         (rf"{API}/schedules/(?P<schedule_id>[a-z0-9]{{1,32}})/?", ScheduleHandler),
+        (rf"{API}/models/?", ModelsHandler),
+        (rf"{API}/models/serving/?", ModelServingHandler),
+        (rf"{API}/models/serving/(?P<name>[^/]+)/?", ModelServerHandler),
     ]
