@@ -7,8 +7,13 @@ import {
   IJobList,
   ILogChunk,
   INotebookParameters,
+  ISchedule,
+  IScheduleList,
+  IScheduleRequest,
+  IScheduleUpdate,
   ISubmitRequest,
   ISweep,
+  ISweepRequest,
   ITimeline
 } from './types';
 
@@ -142,7 +147,7 @@ const FLOAT_TOKEN = '@@nbrunner-float@@';
  * notebook) still see a float.
  */
 export function serializeSubmit(
-  request: ISubmitRequest,
+  request: ISubmitRequest | IScheduleUpdate,
   floats: ReadonlyArray<string> = []
 ): string {
   const parameters = { ...(request.parameters ?? {}) };
@@ -207,4 +212,45 @@ export function getNotebookParameters(
     {},
     query({ path })
   );
+}
+
+export function submitSweep(request: ISweepRequest): Promise<ISweep> {
+  return requestAPI<ISweep>('sweeps', {
+    method: 'POST',
+    body: JSON.stringify(request)
+  });
+}
+
+export function listSchedules(): Promise<IScheduleList> {
+  return requestAPI<IScheduleList>('schedules');
+}
+
+export function createSchedule(
+  request: IScheduleRequest,
+  floats: ReadonlyArray<string> = []
+): Promise<ISchedule> {
+  return requestAPI<ISchedule>('schedules', {
+    method: 'POST',
+    body: serializeSubmit(request, floats)
+  });
+}
+
+export function updateSchedule(
+  id: string,
+  update: IScheduleUpdate,
+  floats: ReadonlyArray<string> = []
+): Promise<ISchedule> {
+  return requestAPI<ISchedule>(`schedules/${enc(id)}`, {
+    method: 'PATCH',
+    body: serializeSubmit(update, floats)
+  });
+}
+
+export async function deleteSchedule(id: string): Promise<void> {
+  await requestAPI<null>(`schedules/${enc(id)}`, { method: 'DELETE' });
+}
+
+/** The runs (jobs) of a schedule, newest first. */
+export function listScheduleRuns(id: string, limit = 200): Promise<IJobList> {
+  return requestAPI<IJobList>('jobs', {}, query({ schedule: id, limit }));
 }

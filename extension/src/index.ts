@@ -31,7 +31,8 @@ import { clusterIcon, jobsIcon, logIcon, runJobIcon } from './icons';
 import { JobsPanel } from './components/JobsPanel';
 import { JobLogView } from './log-view';
 import { addModelsPanel } from './models-plugin';
-import { runAsJob } from './run-as-job';
+import { Created, runAsJob } from './run-as-job';
+import { schedulesPlugin, ScheduleCommandIDs } from './schedules-plugin';
 import { IJob } from './types';
 
 export namespace CommandIDs {
@@ -105,7 +106,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
           path: job.output ?? '',
           id: job.id
         }),
-      openCluster: () => void commands.execute(CommandIDs.openCluster)
+      openCluster: () => void commands.execute(CommandIDs.openCluster),
+      openSchedules: () => void commands.execute(ScheduleCommandIDs.openSchedules)
     });
     shell.add(panel, 'left', { rank: 650, type: 'nbrunner jobs' });
     if (restorer) {
@@ -121,10 +123,27 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
 
     // --- Run as job ---------------------------------------------------------
-    const submitted = (job: IJob | null) => {
-      if (!job) {
+    const submitted = (created: Created | null) => {
+      if (created?.mode === 'schedule') {
+        const { schedule } = created;
+        Notification.success(`Schedule ${schedule.id} saved (${schedule.name}).`, {
+          autoClose: 6000
+        });
+        void commands.execute(ScheduleCommandIDs.openSchedules, { id: schedule.id });
         return;
       }
+      if (created?.mode === 'sweep') {
+        const n = created.sweep.leaderboard?.length ?? created.sweep.jobs.length;
+        Notification.success(`Sweep ${created.sweep.id} started: ${n} trials.`, {
+          autoClose: 6000
+        });
+        revealPanel();
+        return;
+      }
+      if (!created) {
+        return;
+      }
+      const { job } = created;
       Notification.success(`Job ${job.id} submitted (${job.name}).`, {
         autoClose: 6000,
         actions: [
@@ -337,4 +356,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, schedulesPlugin];

@@ -34,6 +34,8 @@ export namespace JobsPanel {
     openOutput: (job: IJob) => void;
     /** Open the cluster view. */
     openCluster: () => void;
+    /** Open the Schedules view. */
+    openSchedules?: () => void;
     /** Jobs that saved a model, and registering it ("Register model" on their rows). */
     models?: {
       jobsWithModel: () => Promise<string[]>;
@@ -343,6 +345,18 @@ export class JobsPanel extends ReactWidget {
             >
               Cluster
             </button>
+            {this._options.openSchedules && (
+              <button
+                type="button"
+                className="nbrunner-Button"
+                data-testid="nbrunner-open-schedules"
+                aria-label="Open the schedules view"
+                title="Schedules: notebooks that run on a clock"
+                onClick={() => this._options.openSchedules?.()}
+              >
+                Schedules
+              </button>
+            )}
           </div>
         </div>
 
