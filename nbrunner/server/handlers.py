@@ -156,7 +156,10 @@ class JobHandler(BaseHandler):
             self.set_status(204)
             self.finish()
             return
-        self.reply(submit.cancel(self.cluster.store, job_id, self.cluster.settings.job_dir(job_id)).to_dict())
+        # in a thread: the cancel renders the job's output.html
+        rec = await IOLoop.current().run_in_executor(None, submit.cancel, self.cluster.store, job_id,
+                                                     self.cluster.settings.job_dir(job_id))
+        self.reply(rec.to_dict())
 
 
 class LogHandler(BaseHandler):
