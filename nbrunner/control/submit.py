@@ -194,6 +194,7 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, nb: nbformat.N
             owner=owner or getpass.getuser(),
             output=relative_to_workspace(settings, job_dir / "output.ipynb"),
             sweep=req.sweep,
+            schedule=req.schedule,
             timeout=req.timeout,
             kernel=req.kernel,
             language=req.language,
