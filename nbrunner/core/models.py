@@ -21,6 +21,7 @@ PUBLIC_FIELDS = (
     "id", "name", "notebook", "parameters", "status", "priority", "min_gpus", "max_gpus", "gpus",
     "owner", "created_at", "started_at", "finished_at", "output", "error", "progress", "metrics", "sweep",
     "schedule",
+    "history",
 )
 
 
@@ -177,6 +178,7 @@ class JobRecord(BaseModel):
     metrics: dict[str, Any] = Field(default_factory=dict)
     sweep: str | None = None
     schedule: str | None = None  # the id of the schedule this job is a run of
+    history: list[dict[str, str]] = Field(default_factory=list)  # [{"status", "at"}], oldest first
     # bookkeeping
     timeout: float | None = None
     kernel: str | None = None
@@ -201,6 +203,14 @@ class JobRecord(BaseModel):
     @property
     def finished(self) -> bool:
         return self.status in FINISHED
+
+    def note_status(self, before: str | None) -> None:
+        """Append a ``history`` entry if the status differs from ``before`` (None: a new record)."""
+        if self.status == before:
+            return
+        at = {"queued": self.created_at if before is None else None, "running": self.started_at}.get(
+            self.status, self.finished_at)
+        self.history.append({"status": self.status, "at": at or utcnow()})
 
     def to_dict(self) -> dict[str, Any]:
         d = self.model_dump()

@@ -1,0 +1,70 @@
+"""``runs/<job-id>/output.html``: an ended job's notebook as HTML, viewable without a kernel.
+
+Written by whoever ends the job (the worker, a cancel, the scheduler when a worker is lost)
+before the final status is recorded, so a client that sees the final status finds the file.
+nbconvert is imported here on first use only: the CLI's read commands never load it.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+log = logging.getLogger("nbrunner.html")
+
+OUTPUT_HTML = "output.html"
+
+
+_exporter = None  # one HTMLExporter per process: its templates are parsed once
+_lock = threading.Lock()  # an exporter keeps state while it converts: one conversion at a time
+
+
+def exporter():
+    """The process's HTMLExporter (nbconvert imported on first use)."""
+    global _exporter
+    if _exporter is None:
+        from nbconvert import HTMLExporter
+
+        _exporter = HTMLExporter()
+    return _exporter
+
+
+def preload() -> None:
+    """Import nbconvert and parse its templates now (a worker does it before it forks job
+    processes, so that a job's end does not pay for it)."""
+    from .notebooks import load_nbformat
+
+    v4 = load_nbformat().v4
+    cell = v4.new_code_cell("print(1)", outputs=[v4.new_output("stream", name="stdout", text="1\n")])
+    nb = v4.new_notebook(cells=[v4.new_markdown_cell("# nbrunner"), cell],
+                         metadata={"language_info": {"name": "python", "pygments_lexer": "ipython3"}})
+    try:  # markdown and a code cell: the markdown renderer and the lexer are loaded too
+        with _lock:
+            exporter().from_notebook_node(nb)
+    except Exception as exc:  # noqa: BLE001 - the job's end tries again and logs why
+        log.warning("could not prepare the HTML exporter: %s: %s", exc.__class__.__name__, exc)
+
+
+def write_output_html(job_dir: Path) -> Path | None:
+    """Render ``output.ipynb`` (or, if the job never ran, the ``input.ipynb`` snapshot) to
+    ``output.html``, replacing it atomically; None if there is no notebook or it cannot be
+    rendered (never raises: the job must end whatever happens here)."""
+    source = next((p for p in (job_dir / "output.ipynb", job_dir / "input.ipynb") if p.is_file()), None)
+    if source is None:
+        return None
+    target = job_dir / OUTPUT_HTML
+    tmp = job_dir / f".{OUTPUT_HTML}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        from .notebooks import load_nbformat
+
+        nb = load_nbformat().read(str(source), as_version=4)
+        with _lock:
+            body, _ = exporter().from_notebook_node(nb)
+        tmp.write_text(body, encoding="utf-8")
+        os.replace(tmp, target)
+        return target
+    except Exception as exc:  # noqa: BLE001 - a notebook nbconvert cannot render must not block the job's end
+        log.warning("could not render %s to HTML: %s: %s", source, exc.__class__.__name__, exc)
+        tmp.unlink(missing_ok=True)
+        return None

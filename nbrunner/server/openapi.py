@@ -1,0 +1,271 @@
+"""The OpenAPI 3 document of the REST API (served at ``GET /openapi.json``).
+
+Maintained by hand next to the handlers; ``tests/test_openapi.py`` checks that every
+(path, method) :func:`nbrunner.server.handlers.routes` serves is documented here and that
+nothing documented is missing from the handlers.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ..core.models import PRIORITY_MAX, PRIORITY_MIN
+
+STATUSES = ["queued", "running", "completed", "failed", "cancelled"]
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict, description: str) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _error(description: str) -> dict:
+    return _json(_ref("Error"), description)
+
+
+def _path_param(name: str, what: str) -> dict:
+    return {"name": name, "in": "path", "required": True, "description": what,
+            "schema": {"type": "string", "pattern": "^[a-z0-9]{1,32}$"}}
+
+
+def _query(name: str, schema: dict, what: str) -> dict:
+    return {"name": name, "in": "query", "required": False, "description": what, "schema": schema}
+
+
+JOB_ID = _path_param("job_id", "the job's id")
+SWEEP_ID = _path_param("sweep_id", "the sweep's id")
+BAD = {"400": _error("bad input (one-line message)")}
+UNKNOWN = {"404": _error("unknown, or not visible to this user")}
+CONFLICT = {"409": _error("conflicts with the job's state")}
+OBJ = {"type": "object"}
+
+JOB = {
+    "type": "object",
+    "description": "A job record (README: the job record).",
+    "properties": {
+        "id": {"type": "string"}, "name": {"type": "string"}, "notebook": {"type": "string"},
+        "parameters": OBJ, "status": {"type": "string", "enum": STATUSES},
+        "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX},
+        "min_gpus": {"type": "integer"}, "max_gpus": {"type": "integer"}, "gpus": {"type": "integer"},
+        "owner": {"type": "string"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "started_at": {"type": "string", "format": "date-time", "nullable": True},
+        "finished_at": {"type": "string", "format": "date-time", "nullable": True},
+        "output": {"type": "string", "nullable": True}, "error": {"type": "string", "nullable": True},
+        "progress": {"type": "number", "nullable": True}, "metrics": OBJ,
+        "sweep": {"type": "string", "nullable": True},
+        "schedule": {"type": "string", "nullable": True, "description": "the schedule this job is a run of"},
+        "history": {"type": "array", "description": "one entry per status change, oldest first",
+                    "items": {"type": "object", "properties": {
+                        "status": {"type": "string", "enum": STATUSES},
+                        "at": {"type": "string", "format": "date-time"}}}},
+    },
+}
+
+JOB_REQUEST = {
+    "type": "object", "required": ["notebook"],
+    "properties": {
+        "notebook": {"type": "string", "description": "path relative to the server root"},
+        "parameters": OBJ, "name": {"type": "string"},
+        "min_gpus": {"type": "integer", "minimum": 0}, "max_gpus": {"type": "integer", "minimum": 0},
+        "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX},
+        "timeout": {"type": "number", "exclusiveMinimum": 0}, "kernel": {"type": "string"},
+    },
+}
+
+SWEEP = {"type": "object", "properties": {
+    "id": {"type": "string"}, "jobs": {"type": "array", "items": {"type": "string"}},
+    "leaderboard": {"type": "array", "items": OBJ}}}
+
+_SCHEDULE_FIELDS = {
+    "notebook": {"type": "string"}, "name": {"type": "string"}, "parameters": OBJ,
+    "cron": {"type": "string", "description": "5-field cron, or @hourly, @daily, @weekly, @monthly"},
+    "every": {"type": "number", "minimum": 1, "description": "seconds (exactly one of cron and every)"},
+    "timezone": {"type": "string", "default": "UTC"}, "overlap": {"type": "string", "enum": ["skip", "queue"]},
+    "min_gpus": {"type": "integer"}, "max_gpus": {"type": "integer"}, "priority": {"type": "integer"},
+    "timeout": {"type": "number"},
+}
+SCHEDULE_REQUEST = {"type": "object", "properties": {**_SCHEDULE_FIELDS, "paused": {"type": "boolean"}}}
+SCHEDULE = {"type": "object", "properties": {
+    **_SCHEDULE_FIELDS, "id": {"type": "string"}, "paused": {"type": "boolean"}, "owner": {"type": "string"},
+    "next_run_at": {"type": "string", "nullable": True}, "last_run_at": {"type": "string", "nullable": True},
+    "created_at": {"type": "string"}, "last_job": {"type": "string", "nullable": True},
+    "last_error": {"type": "string", "nullable": True}}}
+MODEL_SERVER = {"type": "object", "properties": {
+    k: {"type": "integer" if k in ("port", "pid", "version") else "string"}
+    for k in ("name", "version", "model", "port", "url", "pid", "owner", "started_at")}}
+
+PATHS: dict[str, dict[str, Any]] = {
+    "/jobs": {
+        "get": {"summary": "List the jobs visible to the caller, newest first",
+                "parameters": [_query("status", {"type": "string", "enum": STATUSES}, "only jobs in this status"),
+                               _query("schedule", {"type": "string"}, "only the runs of this schedule")],
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "jobs": {"type": "array", "items": _ref("Job")}}}, "the jobs"), **BAD}},
+        "post": {"summary": "Submit a notebook as a job",
+                 "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("JobRequest")}}},
+                 "responses": {"201": _json(_ref("Job"), "the queued job"), **BAD}},
+    },
+    "/jobs/{job_id}": {
+        "parameters": [JOB_ID],
+        "get": {"summary": "One job", "responses": {"200": _json(_ref("Job"), "the job"), **UNKNOWN}},
+        "patch": {"summary": "Change a job's priority",
+                  "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                      "type": "object", "required": ["priority"],
+                      "properties": {"priority": {"type": "integer"}}}}}},
+                  "responses": {"200": _json(_ref("Job"), "the job"), **BAD, **UNKNOWN, **CONFLICT}},
+        "delete": {"summary": "Cancel a job; with purge=true remove a finished job (record and directory)",
+                   "parameters": [_query("purge", {"type": "boolean", "default": False},
+                                         "remove a finished job instead of cancelling")],
+                   "responses": {"200": _json(_ref("Job"), "the cancelled job"),
+                                 "204": {"description": "purged"}, **BAD, **UNKNOWN,
+                                 "409": _error("cancel: already finished; purge: not finished yet")}},
+    },
+    "/jobs/{job_id}/log": {
+        "parameters": [JOB_ID],
+        "get": {"summary": "The job's log from a byte offset (for live tailing)",
+                "parameters": [_query("offset", {"type": "integer", "minimum": 0}, "byte offset")],
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "text": {"type": "string"}, "offset": {"type": "integer"}}}, "log text"), **BAD, **UNKNOWN}},
+    },
+    "/jobs/{job_id}/output": {
+        "parameters": [JOB_ID],
+        "get": {"summary": "The executed notebook (JSON)",
+                "responses": {"200": _json(OBJ, "the notebook"), **UNKNOWN}},
+    },
+    "/jobs/{job_id}/metrics": {
+        "parameters": [JOB_ID],
+        "get": {"summary": "Every metrics row the job reported (metrics.jsonl), in order",
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "metrics": {"type": "array", "items": OBJ}}}, "the rows"), **UNKNOWN}},
+    },
+    "/jobs/{job_id}/download": {
+        "parameters": [JOB_ID],
+        "get": {"summary": "The output notebook, its HTML, or a zip of the job directory, as an attachment",
+                "parameters": [_query("format", {"type": "string", "enum": ["ipynb", "html", "zip"],
+                                                 "default": "ipynb"}, "what to download")],
+                "responses": {"200": {"description": "the file (Content-Disposition: attachment)", "content": {
+                    "application/x-ipynb+json": {}, "text/html": {}, "application/zip": {}}},
+                    **BAD, "404": _error("unknown job, or that output does not exist yet")}},
+    },
+    "/jobs/{job_id}/rerun": {
+        "parameters": [JOB_ID],
+        "post": {"summary": "A new job from the same input snapshot and options, parameters merged",
+                 "requestBody": {"required": False, "content": {"application/json": {"schema": {
+                     "type": "object", "properties": {"parameters": OBJ}}}}},
+                 "responses": {"201": _json(_ref("Job"), "the new job"), **BAD, **UNKNOWN, **CONFLICT}},
+    },
+    "/cluster": {
+        "get": {"summary": "Slots per host and who holds them",
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "policy": {"type": "string"}, "gpus_total": {"type": "integer"},
+                    "gpus_free": {"type": "integer"}, "hosts": {"type": "array", "items": OBJ}}}, "the cluster")}},
+    },
+    "/cluster/timeline": {
+        "get": {"summary": "GPUs held over time, per visible job",
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "jobs": {"type": "array", "items": OBJ}}}, "per job: id and points")}},
+    },
+    "/notebook-parameters": {
+        "get": {"summary": "Names and defaults of a notebook's parameters cell",
+                "parameters": [{**_query("path", {"type": "string"}, "notebook path relative to the server root"),
+                                "required": True}],
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "parameters": {"type": "array", "items": OBJ}}}, "the parameters"), **BAD}},
+    },
+    "/sweeps": {
+        "get": {"summary": "The sweeps visible to the caller",
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "sweeps": {"type": "array", "items": _ref("Sweep")}}}, "the sweeps")}},
+        "post": {"summary": "Start a parameter sweep",
+                 "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                     "type": "object", "required": ["notebook", "spec"],
+                     "properties": {"notebook": {"type": "string"},
+                                    "spec": {"oneOf": [OBJ, {"type": "string"}]}}}}}},
+                 "responses": {"201": _json(_ref("Sweep"), "the sweep"), **BAD}},
+    },
+    "/sweeps/{sweep_id}": {
+        "parameters": [SWEEP_ID],
+        "get": {"summary": "One sweep with its leaderboard", "responses": {"200": _json(_ref("Sweep"), "the sweep"),
+                                                                          **UNKNOWN}},
+        "delete": {"summary": "Cancel a sweep", "responses": {"200": _json(_ref("Sweep"), "the sweep"),
+                                                             **UNKNOWN, **CONFLICT}},
+    },
+    "/schedules": {
+        "get": {"summary": "The schedules visible to the caller",
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "schedules": {"type": "array", "items": _ref("Schedule")}}}, "the schedules")}},
+        "post": {"summary": "Run a notebook on a clock (cron or every N seconds)",
+                 "requestBody": {"required": True, "content": {"application/json": {
+                     "schema": _ref("ScheduleRequest")}}},
+                 "responses": {"201": _json(_ref("Schedule"), "the schedule"), **BAD}},
+    },
+    "/schedules/{schedule_id}": {
+        "parameters": [_path_param("schedule_id", "the schedule's id")],
+        "get": {"summary": "One schedule", "responses": {"200": _json(_ref("Schedule"), "the schedule"), **UNKNOWN}},
+        "patch": {"summary": "Pause, resume or change a schedule",
+                  "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                      **_ref("ScheduleRequest"), "description": "any of the fields, and paused"}}}},
+                  "responses": {"200": _json(_ref("Schedule"), "the schedule"), **BAD, **UNKNOWN}},
+        "delete": {"summary": "Delete a schedule (its runs stay)",
+                   "responses": {"204": {"description": "deleted"}, **UNKNOWN}},
+    },
+    "/models": {
+        "get": {"summary": "Registered model versions, and the jobs that saved a model",
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "models": {"type": "array", "items": OBJ},
+                    "jobs_with_model": {"type": "array", "items": {"type": "string"}}}}, "the models")}},
+        "post": {"summary": "Register a job's model as the next version of a name",
+                 "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                     "type": "object", "required": ["job", "name"],
+                     "properties": {"job": {"type": "string"}, "name": {"type": "string"}}}}}},
+                 "responses": {"201": _json(OBJ, "the registry entry"), **BAD, **UNKNOWN}},
+    },
+    "/models/serving": {
+        "get": {"summary": "The model servers this Jupyter server runs",
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "servers": {"type": "array", "items": _ref("ModelServer")}}}, "the servers")}},
+        "post": {"summary": "Serve a model version over HTTP",
+                 "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                     "type": "object", "required": ["model"],
+                     "properties": {"model": {"type": "string", "description": "NAME or NAME:VERSION"},
+                                    "port": {"type": "integer"}}}}}},
+                 "responses": {"201": _json(_ref("ModelServer"), "the server, once it listens"), **BAD, **UNKNOWN,
+                               **CONFLICT}},
+    },
+    "/models/serving/{name}": {
+        "parameters": [{"name": "name", "in": "path", "required": True, "description": "the model's name",
+                        "schema": {"type": "string"}}],
+        "get": {"summary": "That model's server", "responses": {"200": _json(_ref("ModelServer"), "the server"),
+                                                               **UNKNOWN}},
+        "delete": {"summary": "Stop that model's server", "responses": {"204": {"description": "stopped"},
+                                                                       **UNKNOWN}},
+    },
+    "/openapi.json": {
+        "get": {"summary": "This document", "responses": {"200": _json(OBJ, "an OpenAPI 3 document")}},
+    },
+}
+
+DOCUMENT: dict[str, Any] = {
+    "openapi": "3.0.3",
+    "info": {"title": "nbrunner", "version": "1",
+             "description": "Run parameterized notebooks as jobs. Jupyter server authentication on every route; "
+                            "errors are JSON {\"message\": ...}."},
+    "servers": [{"url": "/nbrunner/api"}],
+    "paths": PATHS,
+    "components": {"schemas": {
+        "Job": JOB, "JobRequest": JOB_REQUEST, "Sweep": SWEEP, "Schedule": SCHEDULE,
+        "ScheduleRequest": SCHEDULE_REQUEST, "ModelServer": MODEL_SERVER,
+        "Error": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
+    }},
+}
+
+
+def document(base_url: str = "/") -> dict[str, Any]:
+    """The OpenAPI document, its server URL under the Jupyter server's ``base_url``."""
+    doc = copy.deepcopy(DOCUMENT)
+    doc["servers"] = [{"url": base_url.rstrip("/") + "/nbrunner/api"}]
+    return doc
