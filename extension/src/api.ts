@@ -5,8 +5,11 @@ import {
   ICluster,
   IJob,
   IJobList,
+  DownloadFormat,
   ILogChunk,
+  IMetrics,
   INotebookParameters,
+  JSONValue,
   ISubmitRequest,
   ISweep,
   ITimeline
@@ -206,5 +209,36 @@ export function getNotebookParameters(
     'notebook-parameters',
     {},
     query({ path })
+  );
+}
+
+export function getMetrics(id: string): Promise<IMetrics> {
+  return requestAPI<IMetrics>(`jobs/${enc(id)}/metrics`);
+}
+
+/** A new job from the same input snapshot, `parameters` merged over the old ones. */
+export function rerunJob(
+  id: string,
+  parameters?: { [key: string]: JSONValue },
+  floats: ReadonlyArray<string> = []
+): Promise<IJob> {
+  const body = serializeSubmit({ notebook: '', parameters }, floats).replace(
+    /^\{"notebook":"",?/,
+    '{'
+  );
+  return requestAPI<IJob>(`jobs/${enc(id)}/rerun`, { method: 'POST', body });
+}
+
+/** Remove a finished job's record and directory. */
+export async function deleteJob(id: string): Promise<void> {
+  await requestAPI<null>(`jobs/${enc(id)}`, { method: 'DELETE' }, '?purge=true');
+}
+
+/** URL of a job's output as an attachment (the browser's login cookie authenticates it). */
+export function downloadUrl(id: string, format: DownloadFormat): string {
+  const settings = ServerConnection.makeSettings();
+  return (
+    URLExt.join(settings.baseUrl, API_PREFIX, `jobs/${enc(id)}/download`) +
+    query({ format })
   );
 }
