@@ -138,11 +138,7 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
         if not isinstance(loaded, dict):
             raise NbrunnerError(f"{params_file} must hold a mapping of parameter names to values")
         parameters.update(loaded)
-    for item in param or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"-p needs a name and a value, got {item!r}")
-        parameters[key] = parse_value(value)
+    parameters.update(_parameters(param))
     cluster = _cluster(workspace)
     job = cluster.submit(notebook, parameters, name=name, min_gpus=min_gpus, max_gpus=max_gpus,
                          priority=priority, timeout=timeout, kernel=kernel)
@@ -212,6 +208,65 @@ def cancel(job_id: str = typer.Argument(..., metavar="JOB"), workspace: Optional
     """Cancel a queued or running job."""
     job = _cluster(workspace).job(job_id).cancel()
     print(f"{job.id} {job.record.status}")
+
+
+def _parameters(items: Optional[list[str]]) -> dict[str, Any]:
+    """``-p NAME=VALUE`` options (``-p NAME VALUE`` is joined by main) as a dict of typed values."""
+    parameters: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"-p needs a name and a value, got {item!r}")
+        parameters[key] = parse_value(value)
+    return parameters
+
+
+@app.command()
+def rerun(job_id: str = typer.Argument(..., metavar="JOB"),
+          param: Optional[list[str]] = typer.Option(None, "-p", "--parameter", metavar="NAME VALUE",
+                                                    help="a parameter to change (repeatable)"),
+          as_json: bool = typer.Option(False, "--json"),
+          workspace: Optional[Path] = DirOption) -> None:
+    """Run a job again from its input snapshot with the same options, and print the new id."""
+    parameters = _parameters(param)
+    job = _cluster(workspace).job(job_id).rerun(parameters)
+    _print_json(job.to_dict()) if as_json else print(job.id)
+
+
+@app.command()
+def delete(job_id: str = typer.Argument(..., metavar="JOB"), workspace: Optional[Path] = DirOption) -> None:
+    """Delete a finished job: its record and its directory."""
+    _cluster(workspace).job(job_id).delete()
+    print(f"{job_id} deleted")
+
+
+@app.command()
+def download(job_id: str = typer.Argument(..., metavar="JOB"),
+             fmt: str = typer.Option("ipynb", "--format", help="ipynb, html or zip"),
+             output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                                   help="file to write (default: NAME-ID.FORMAT here; - for stdout)"),
+             workspace: Optional[Path] = DirOption) -> None:
+    """Save a job's output notebook, its HTML, or a zip of its directory."""
+    from .job import DOWNLOAD_SUFFIX, download as write_download, download_name
+
+    if fmt not in DOWNLOAD_SUFFIX:
+        raise typer.BadParameter(f"--format must be one of {', '.join(DOWNLOAD_SUFFIX)}, got {fmt!r}")
+    job = _cluster(workspace).job(job_id)
+    if output is not None and str(output) == "-":
+        write_download(job, fmt, sys.stdout.buffer)
+        return
+    target = output or Path(download_name(job.record, fmt))
+    tmp = target.with_name(f".{target.name}.part")
+    try:
+        with open(tmp, "wb") as f:
+            write_download(job, fmt, f)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise NbrunnerError(f"cannot write {target}: {exc.strerror or exc.__class__.__name__}") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    print(target)
 
 
 @app.command()

@@ -1,7 +1,11 @@
 """The handle on one job: :class:`Job` (what :meth:`nbrunner.Cluster.submit` returns)."""
 from __future__ import annotations
 
+import json
+import os
+import re
 import time
+import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,8 +45,10 @@ class Job:
         return self.refresh().record.error
 
     @property
-    def metrics(self) -> dict[str, Any]:
-        return self.refresh().record.metrics
+    def metrics(self) -> "JobMetrics":
+        """The latest scalar metrics (a dict); call it, ``job.metrics()``, for every row of
+        ``metrics.jsonl`` in order."""
+        return JobMetrics(self.refresh().record.metrics, self.dir)
 
     def to_dict(self) -> dict[str, Any]:
         return self.refresh().record.to_dict()
@@ -71,12 +77,21 @@ class Job:
         return load_nbformat().read(str(path), as_version=4)
 
     def cancel(self) -> "Job":
-        self.record = submit.cancel(self.cluster.store, self.id)
+        self.record = submit.cancel(self.cluster.store, self.id, self.dir)
         return self
 
     def set_priority(self, priority: int) -> "Job":
         self.record = submit.set_priority(self.cluster.store, self.id, priority)
         return self
+
+    def rerun(self, parameters: dict[str, Any] | None = None) -> "Job":
+        """A new job from this job's input snapshot and options, with ``parameters`` merged in."""
+        rec = submit.rerun(self.cluster.store, self.cluster.settings, self.id, parameters)
+        return Job(self.cluster, rec)
+
+    def delete(self) -> None:
+        """Remove this finished job: its record and its directory (Conflict if it has not finished)."""
+        submit.purge(self.cluster.store, self.cluster.settings, self.id)
 
     def timeline(self) -> list[dict]:
         """GPUs held over time: ``[{"t", "gpus"}, ...]``."""
@@ -114,3 +129,73 @@ def read_log(job_dir: Path, offset: int = 0, finished: bool = False) -> tuple[st
     data = b"".join(parts)
     chunk = data[offset:]
     return chunk.decode("utf-8", errors="replace"), max(offset, len(data)) if chunk else offset
+
+
+class JobMetrics(dict):
+    """A job's latest metrics; calling it reads every row of ``metrics.jsonl``."""
+
+    def __init__(self, latest: dict[str, Any], job_dir: Path):
+        super().__init__(latest)
+        self.job_dir = job_dir
+
+    def __call__(self) -> list[dict[str, Any]]:
+        return read_metrics(self.job_dir)
+
+
+def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
+    """The rows of ``metrics.jsonl`` in order; a line that is not a JSON object is skipped."""
+    rows: list[dict[str, Any]] = []
+    try:
+        with open(job_dir / "metrics.jsonl", "rb") as f:
+            for line in f:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(row, dict):
+                    rows.append(row)
+    except FileNotFoundError:
+        pass
+    return rows
+
+
+DOWNLOAD_SUFFIX = {"ipynb": ".ipynb", "html": ".html", "zip": ".zip"}
+
+
+def download_name(rec: JobRecord, fmt: str) -> str:
+    """The file name of a download: the job's name (safe characters only) and id."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", rec.name).strip("._")[:80]
+    return f"{stem}-{rec.id}{DOWNLOAD_SUFFIX[fmt]}" if stem else f"{rec.id}{DOWNLOAD_SUFFIX[fmt]}"
+
+
+def zip_dir(job_dir: Path, out) -> None:
+    """Write a zip of ``job_dir`` (paths relative to it) to the binary file ``out``.  Symbolic
+    links are left out: a notebook could link to files its owner may read and others may not."""
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
+        for top, dirs, files in os.walk(job_dir):
+            dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(top, d)))
+            for name in sorted(files):
+                path = Path(top) / name
+                if path.is_symlink() or not path.is_file() or name.startswith(".output.html."):
+                    continue
+                zf.write(path, path.relative_to(job_dir).as_posix())
+
+
+def download(job: "Job", fmt: str, out) -> None:
+    """Write the job's output notebook (``ipynb``), its HTML (``html``) or a zip of its
+    directory (``zip``) to the binary file ``out``; NotFound if that output does not exist yet."""
+    if fmt not in DOWNLOAD_SUFFIX:
+        from ..core.errors import InvalidRequest
+
+        raise InvalidRequest(f"format must be one of {', '.join(DOWNLOAD_SUFFIX)}, got {fmt!r}")
+    if fmt == "zip":
+        if not job.dir.is_dir():
+            raise NotFound(f"job {job.id} has no directory")
+        zip_dir(job.dir, out)
+        return
+    path = job.dir / ("output.ipynb" if fmt == "ipynb" else "output.html")
+    if not path.is_file():
+        raise NotFound(f"job {job.id} has no {'output notebook' if fmt == 'ipynb' else 'HTML output'} yet")
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            out.write(chunk)

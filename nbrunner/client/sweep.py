@@ -73,7 +73,7 @@ class Sweep:
         return board[0] if board and board[0]["rank"] is not None else None
 
     def cancel(self) -> "Sweep":
-        self.record = cancel_sweep(self.cluster.store, self.id)
+        self.record = cancel_sweep(self.cluster.store, self.id, self.cluster.settings)
         return self
 
     def to_dict(self) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from rq.job import Job as RqJob
 
 from ..core.allocate import allocate
 from ..core.config import JOB_GRACE_S, Settings
+from ..core.html import write_output_html
 from ..core.keys import ACTIVE, LEASE, POLICY, job_key
 from ..core.limits import MAX_TIMEOUT_S
 from ..core.models import JobRecord, utcnow
@@ -246,6 +247,8 @@ class Scheduler:
             r.released = True
             return True
 
+        if rec.lost >= rec.retries:  # it ends here: its HTML before its final status
+            write_output_html(self.settings.job_dir(rec.id))
         new = self.store.update(rec.id, change, event="requeued")
         if new is not None:
             log.warning("worker %s lost: job %s %s", rec.worker, rec.id, new.status)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.config import Settings
 from ..core.errors import Conflict, InvalidRequest
+from ..core.html import write_output_html
 from ..core.models import PRIORITY_MAX, PRIORITY_MIN, JobRecord, JobRequest, utcnow
 from ..core.notebooks import load_nbformat
 from ..core.store import JobStore
@@ -163,7 +164,12 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any] | JobReq
     if req.language:
         check_language(req.language)
     cwd = resolve_cwd(settings, req.cwd, base) if req.cwd else None
+    return _record(store, settings, req, nb, shown, path.stem, cwd, owner)
 
+
+def _record(store: JobStore, settings: Settings, req: JobRequest, nb: nbformat.NotebookNode, shown: str,
+            stem: str, cwd: str | None, owner: str | None) -> JobRecord:
+    """Snapshot ``nb`` to a new job directory and queue the job ``req`` (already validated)."""
     for _ in range(10):
         job_id = new_id()
         job_dir = settings.job_dir(job_id)
@@ -179,7 +185,7 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any] | JobReq
         load_nbformat().write(nb, str(job_dir / "input.ipynb"))
         record = JobRecord(
             id=job_id,
-            name=req.name or path.stem,
+            name=req.name or stem,
             notebook=shown,
             parameters=req.parameters,
             priority=req.priority,
@@ -205,9 +211,51 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any] | JobReq
     return record
 
 
-def cancel(store: JobStore, job_id: str) -> JobRecord:
-    """Cancel a queued or running job; a running one is stopped by its worker."""
+def rerun(store: JobStore, settings: Settings, job_id: str, parameters: Any = None,
+          owner: str | None = None) -> JobRecord:
+    """A new job from ``job_id``'s input snapshot, with the same options and its parameters
+    updated by ``parameters``; owned by ``owner``."""
+    old = store.get(job_id)
+    if parameters is None:
+        parameters = {}
+    if not isinstance(parameters, dict):
+        raise InvalidRequest("parameters must be a JSON object")
+    req = JobRequest.parse({
+        "notebook": old.notebook, "parameters": {**old.parameters, **parameters}, "name": old.name,
+        "min_gpus": old.min_gpus, "max_gpus": old.max_gpus, "priority": old.priority, "timeout": old.timeout,
+        "kernel": old.kernel, "language": old.language, "report_mode": old.report_mode, "retries": old.retries,
+    })
+    snapshot = settings.job_dir(job_id) / "input.ipynb"
+    if not snapshot.is_file():
+        raise Conflict(f"job {job_id} has no input snapshot to run again")
+    nb = read_notebook(snapshot, f"the input of job {job_id}")
+    cwd = resolve_cwd(settings, old.cwd) if old.cwd else None
+    return _record(store, settings, req, nb, old.notebook, old.name, cwd, owner)
+
+
+def purge(store: JobStore, settings: Settings, job_id: str) -> None:
+    """Remove a finished job: its record (everywhere Redis indexes it) and its directory."""
+    from . import grants
+
+    rec = store.get(job_id)
+    if not rec.finished:
+        raise Conflict(f"job {job_id} is {rec.status}: cancel it before deleting it")
+    if not rec.released or grants.held_by(store.r, job_id):
+        raise Conflict(f"job {job_id} is still stopping: try again in a moment")
+    store.delete(job_id, extra_keys=(grants.grant_key(job_id), grants.timeline_key(job_id)))
+    job_dir = settings.job_dir(job_id)
+    if job_dir.name == job_id and job_dir.is_dir():
+        shutil.rmtree(job_dir, ignore_errors=True)
+
+
+def cancel(store: JobStore, job_id: str, job_dir: Path | None = None) -> JobRecord:
+    """Cancel a queued or running job; a running one is stopped by its worker.  With ``job_dir``,
+    ``output.html`` is written first (every caller that knows the job directory passes it)."""
     before = store.get(job_id)
+    if before.finished:
+        raise Conflict(f"job {job_id} is already {before.status}")
+    if job_dir is not None:  # its HTML before its final status (a worker renders it again once stopped)
+        write_output_html(job_dir)
 
     def change(rec: JobRecord) -> bool:
         if rec.finished:

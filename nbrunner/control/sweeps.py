@@ -374,7 +374,7 @@ def stop_trial(store: JobStore, job_id: str, rung: int, metric: str | None = Non
     ``nbrunner.record`` writes the file before the record, and a record update arriving after
     the cancel is dropped, so the record could miss the very value the decision was made on."""
     try:
-        submit.cancel(store, job_id)
+        submit.cancel(store, job_id, job_dir)
     except Conflict:  # it finished meanwhile
         return
     message = f"stopped early at rung {rung}"
@@ -392,7 +392,7 @@ def stop_trial(store: JobStore, job_id: str, rung: int, metric: str | None = Non
     store.update(job_id, change, event="stopped")
 
 
-def cancel_sweep(store: JobStore, sweep_id: str) -> SweepRecord:
+def cancel_sweep(store: JobStore, sweep_id: str, settings: Settings | None = None) -> SweepRecord:
     """Cancel the trials not submitted yet and every unfinished trial job."""
     lock = _Lock(store, sweep_id)
     if not lock.acquire(wait=10):
@@ -407,7 +407,7 @@ def cancel_sweep(store: JobStore, sweep_id: str) -> SweepRecord:
         for job in jobs_of(store, rec.job_ids()).values():
             if not job.finished:
                 try:
-                    submit.cancel(store, job.id)
+                    submit.cancel(store, job.id, settings.job_dir(job.id) if settings else None)
                 except Conflict:
                     pass
         rec.status, rec.finished_at = "cancelled", utcnow()

@@ -20,6 +20,7 @@ PRIORITY_MIN, PRIORITY_MAX, PRIORITY_DEFAULT = 1, 10000, 5000
 PUBLIC_FIELDS = (
     "id", "name", "notebook", "parameters", "status", "priority", "min_gpus", "max_gpus", "gpus",
     "owner", "created_at", "started_at", "finished_at", "output", "error", "progress", "metrics", "sweep",
+    "history",
 )
 
 
@@ -174,6 +175,7 @@ class JobRecord(BaseModel):
     progress: float | None = None
     metrics: dict[str, Any] = Field(default_factory=dict)
     sweep: str | None = None
+    history: list[dict[str, str]] = Field(default_factory=list)  # [{"status", "at"}], oldest first
     # bookkeeping
     timeout: float | None = None
     kernel: str | None = None
@@ -198,6 +200,14 @@ class JobRecord(BaseModel):
     @property
     def finished(self) -> bool:
         return self.status in FINISHED
+
+    def note_status(self, before: str | None) -> None:
+        """Append a ``history`` entry if the status differs from ``before`` (None: a new record)."""
+        if self.status == before:
+            return
+        at = {"queued": self.created_at if before is None else None, "running": self.started_at}.get(
+            self.status, self.finished_at)
+        self.history.append({"status": self.status, "at": at or utcnow()})
 
     def to_dict(self) -> dict[str, Any]:
         d = self.model_dump()

@@ -67,6 +67,7 @@ def replacement(job_id: str, raw: str, error: str) -> JobRecord:
     rec.status = "failed"
     rec.error = error
     rec.finished_at = utcnow()
+    rec.note_status(None)
     rec.cancel_requested = True  # a worker still running it stops it
     rec.released = True
     return rec

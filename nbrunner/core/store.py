@@ -44,6 +44,8 @@ class JobStore:
     # ---- records -------------------------------------------------------------
     def create(self, record: JobRecord) -> bool:
         """Store a new record; False if the id is taken."""
+        if not record.history:
+            record.note_status(None)
         if not self.r.set(job_key(record.id), record.model_dump_json(), nx=True):
             return False
         with self.r.pipeline() as p:
@@ -114,9 +116,11 @@ class JobStore:
 
                         quarantine_unreadable(self, job_id, raw, exc)
                         continue
+                    before = rec.status
                     if change(rec) is False:
                         p.reset()
                         return None
+                    rec.note_status(before)  # every status change of a job goes through here
                     p.multi()
                     p.set(key, rec.model_dump_json())
                     if event:
@@ -125,6 +129,17 @@ class JobStore:
                     return rec
                 except redis.WatchError:
                     continue
+
+    def delete(self, job_id: str, extra_keys: Iterable[str] = ()) -> None:
+        """Remove a job's record and every index of it (and ``extra_keys``: keys of other layers)."""
+        from .quarantine import quarantine_key
+
+        with self.r.pipeline() as p:
+            p.delete(job_key(job_id), quarantine_key(job_id), *extra_keys)
+            p.zrem(JOBS, job_id)
+            p.srem(ACTIVE, job_id)
+            p.xadd(EVENTS, {"type": "deleted", "job": job_id}, maxlen=EVENTS_MAXLEN, approximate=True)
+            p.execute()
 
     def update_progress(self, job_id: str, progress: float | None = None, metrics: dict[str, Any] | None = None) -> None:
         def change(rec: JobRecord) -> bool:

@@ -17,6 +17,7 @@ from pathlib import Path
 from ..control.runtime import ENV_JOB_DIR, ENV_JOB_ID
 from ..core.config import Settings
 from ..core.errors import one_line
+from ..core.html import write_output_html
 from ..core.models import JobRecord, utcnow
 from ..core.notebooks import load_nbformat
 from ..core.store import JobStore
@@ -315,8 +316,10 @@ def run_job(job_id: str, attempt: int) -> str:
             if output.exists():
                 mark_failure(output, error)
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                write_output_html(job_dir)
                 finish(store, job_id, attempt, status, error)
                 raise
+    write_output_html(job_dir)  # before the final status: whoever sees it finds the HTML
     final = finish(store, job_id, attempt, status, error)
     if final is not None:
         (job_dir / "job.json").write_text(final.model_dump_json(indent=1))

@@ -26,6 +26,7 @@ from ..control import grants
 from ..control.queues import DEFAULT_QUEUE, host_queue, rq_connection
 from ..control.registration import HEARTBEAT_INTERVAL, heartbeat, unregister
 from ..core.config import Settings
+from ..core.html import write_output_html
 from ..core.models import JobRecord
 from ..core.store import JobStore, connect
 
@@ -75,9 +76,11 @@ def kill_children(keep: set[int] = frozenset()) -> int:
 class NbrunnerWorker(Worker):
     """An rq worker that runs :func:`nbrunner.execution.execute.run_job` and settles the record after."""
 
-    def __init__(self, *args: Any, store: JobStore, host: str, slots: list[int], device: str = "cpu", **kwargs: Any):
+    def __init__(self, *args: Any, store: JobStore, host: str, slots: list[int], device: str = "cpu",
+                 settings: Settings | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.store = store
+        self.settings = settings or Settings.load()
         self.host = host
         self.slots = slots
         self.device = device
@@ -169,6 +172,10 @@ class NbrunnerWorker(Worker):
             return True
 
         try:
+            now = self.store.find(job_id)
+            if now is not None and now.attempt == attempt and now.worker == self.name and now.status in (
+                    "running", "cancelled"):  # it ends here, or a cancel stopped it: render its last output
+                write_output_html(self.settings.job_dir(job_id))
             rec = self.store.update(job_id, change, event="released")
             if rec is not None and rec.status == "queued":
                 log.warning("job %s: kernel killed, re-queued", job_id)
@@ -199,7 +206,7 @@ def run_worker(settings: Settings, gpus: int | None = 0, host: str | None = None
     become_subreaper()
     name = name or f"{host}.{os.getpid()}"
     worker = NbrunnerWorker([host_queue(host), DEFAULT_QUEUE], connection=conn, name=name, store=store, host=host,
-                            slots=slots, device=device)
+                            slots=slots, device=device, settings=settings)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         worker.work(burst=burst, with_scheduler=False, logging_level="WARNING", max_idle_time=None)

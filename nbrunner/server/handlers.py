@@ -4,15 +4,19 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
+from tornado.ioloop import IOLoop
 
 from ..control import submit
 from ..client.cluster import Cluster, connect
-from ..client.job import read_log
+from ..client.job import download_name, read_log, read_metrics, zip_dir
+from ..core.html import OUTPUT_HTML
 from ..core.errors import InvalidRequest, NbrunnerError, NotFound
 from ..core.limits import MAX_INT64, bad_input, loads_json
 from ..core.models import JobRecord
@@ -141,8 +145,17 @@ class JobHandler(BaseHandler):
 
     @web.authenticated
     def delete(self, job_id: str) -> None:
+        """Cancel; with ``?purge=true`` remove a finished job's record and directory (204)."""
         self.job(job_id)
-        self.reply(submit.cancel(self.cluster.store, job_id).to_dict())
+        purge = self.get_query_argument("purge", "false").lower()
+        if purge not in ("true", "false", "1", "0"):
+            raise InvalidRequest(f"purge must be true or false, got {purge!r}")
+        if purge in ("true", "1"):
+            submit.purge(self.cluster.store, self.cluster.settings, job_id)
+            self.set_status(204)
+            self.finish()
+            return
+        self.reply(submit.cancel(self.cluster.store, job_id, self.cluster.settings.job_dir(job_id)).to_dict())
 
 
 class LogHandler(BaseHandler):
@@ -168,6 +181,80 @@ class OutputHandler(BaseHandler):
         if not path.exists():
             raise NotFound(f"job {job_id} has no output notebook yet")
         self.reply(json.loads(path.read_text()))
+
+
+class MetricsHandler(BaseHandler):
+    """``GET /jobs/{id}/metrics`` -> ``{"metrics": [rows of metrics.jsonl, in order]}``."""
+
+    @web.authenticated
+    def get(self, job_id: str) -> None:
+        self.job(job_id)
+        self.reply({"metrics": read_metrics(self.cluster.settings.job_dir(job_id))})
+
+
+DOWNLOADS = {"ipynb": ("output.ipynb", "application/x-ipynb+json"), "html": (OUTPUT_HTML, "text/html; charset=utf-8"),
+             "zip": (None, "application/zip")}
+CHUNK = 1 << 20
+
+
+class DownloadHandler(BaseHandler):
+    """``GET /jobs/{id}/download?format=ipynb|html|zip``: the output notebook, its HTML, or a zip
+    of the job directory, as an attachment."""
+
+    @web.authenticated
+    async def get(self, job_id: str) -> None:
+        rec = self.job(job_id)
+        fmt = self.get_query_argument("format", "ipynb")
+        if fmt not in DOWNLOADS:
+            raise InvalidRequest(f"format must be one of {', '.join(DOWNLOADS)}, got {fmt!r}")
+        job_dir = self.cluster.settings.job_dir(job_id)
+        name, content_type = DOWNLOADS[fmt]
+        if name is not None and not (job_dir / name).is_file():
+            what = "output notebook" if fmt == "ipynb" else "HTML output"
+            raise NotFound(f"job {job_id} has no {what} yet")
+        if name is None and not job_dir.is_dir():
+            raise NotFound(f"job {job_id} has no directory")
+        self.set_header("Content-Type", content_type)
+        self.set_header("Content-Disposition", f'attachment; filename="{download_name(rec, fmt)}"')
+        with tempfile.TemporaryFile() as tmp:
+            if name is None:  # zipping a large directory must not stall other users' requests
+                await IOLoop.current().run_in_executor(None, zip_dir, job_dir, tmp)
+            else:
+                await IOLoop.current().run_in_executor(None, _copy, job_dir / name, tmp)
+            tmp.seek(0)
+            while chunk := tmp.read(CHUNK):
+                self.write(chunk)
+                await self.flush()
+        self.finish()
+
+
+def _copy(path: Path, out) -> None:
+    with open(path, "rb") as f:
+        shutil.copyfileobj(f, out)
+
+
+class RerunHandler(BaseHandler):
+    """``POST /jobs/{id}/rerun`` ``{parameters?}`` -> 201 a new job from the same input snapshot."""
+
+    @web.authenticated
+    def post(self, job_id: str) -> None:
+        self.job(job_id)
+        data = self.body()
+        for key in data:
+            if key != "parameters":
+                raise InvalidRequest(f"unknown field {key!r}")
+        rec = submit.rerun(self.cluster.store, self.cluster.settings, job_id, data.get("parameters"), owner=self.user())
+        self.reply(rec.to_dict(), 201)
+
+
+class OpenAPIHandler(BaseHandler):
+    """``GET /openapi.json``: the OpenAPI 3 document of this API."""
+
+    @web.authenticated
+    def get(self) -> None:
+        from .openapi import document
+
+        self.reply(document(self.base_url))
 
 
 class ClusterHandler(BaseHandler):
@@ -273,9 +360,13 @@ def routes() -> list[tuple[str, type]]:
         (rf"{API}/jobs/{ID}/?", JobHandler),
         (rf"{API}/jobs/{ID}/log/?", LogHandler),
         (rf"{API}/jobs/{ID}/output/?", OutputHandler),
+        (rf"{API}/jobs/{ID}/metrics/?", MetricsHandler),
+        (rf"{API}/jobs/{ID}/download/?", DownloadHandler),
+        (rf"{API}/jobs/{ID}/rerun/?", RerunHandler),
         (rf"{API}/cluster/?", ClusterHandler),
         (rf"{API}/cluster/timeline/?", TimelineHandler),
         (rf"{API}/notebook-parameters/?", ParametersHandler),
         (rf"{API}/sweeps/?", SweepsHandler),
         (rf"{API}/sweeps/(?P<sweep_id>[a-z0-9]{{1,32}})/?", SweepHandler),
+        (rf"{API}/openapi.json", OpenAPIHandler),
     ]
