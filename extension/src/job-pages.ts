@@ -10,6 +10,8 @@ import {
   WidgetTracker
 } from '@jupyterlab/apputils';
 
+import { notebookIcon } from '@jupyterlab/ui-components';
+
 import { cancelJob, deleteJob, errorMessage, getJob } from './api';
 import { confirmCancel } from './components/confirmCancel';
 import { JobPage } from './components/JobPage';
@@ -217,6 +219,7 @@ export function activateJobPages(
         widget.addClass('nbrunner-OutputWidget');
         widget.title.label = content.title.label;
         widget.title.caption = content.title.caption;
+        widget.title.icon = notebookIcon;
         widget.title.closable = true;
         void outputs.add(widget);
         shell.add(widget, 'main');

@@ -7,6 +7,7 @@ import { Notification } from '@jupyterlab/apputils';
 import { IDisposable } from '@lumino/disposable';
 
 import { getSweep, listJobs } from './api';
+import { cancelledHere } from './components/confirmCancel';
 import { PENDING_TRIAL } from './constants';
 import { formatNumber, jobElapsed, parseTime } from './format';
 import { Poller } from './poller';
@@ -127,7 +128,8 @@ export class JobNotifier implements IDisposable {
       }
       const wasActive = previous !== undefined ? !isFinished(previous) : isNew;
       this._notified.add(job.id);
-      if (wasActive) {
+      // The user who cancelled a job here knows: the badge says it.
+      if (wasActive && !(job.status === 'cancelled' && cancelledHere.has(job.id))) {
         this._notifyJob(job);
       }
     }

@@ -380,7 +380,6 @@ export class JobPage extends ReactWidget {
       ['Status', job.status, 'status'],
       ['Attempt', job.attempt ?? '–', 'attempt'],
       ['Worker', job.worker || '–', 'worker'],
-      ['Host', job.host || '–', 'host'],
       ['GPUs', `${job.gpus ?? 0} now (min ${job.min_gpus}, max ${job.max_gpus})`, 'gpus'],
       ['Priority', job.priority, 'priority'],
       ['Owner', job.owner || '–', 'owner'],
@@ -389,6 +388,9 @@ export class JobPage extends ReactWidget {
       ['Finished', formatTime(job.finished_at), 'finished'],
       [elapsed.title, elapsed.text, 'elapsed']
     ];
+    if (job.host) {
+      rows.splice(3, 0, ['Host', job.host, 'host']);
+    }
     if (job.sweep) {
       rows.push(['Sweep', job.sweep, 'sweep']);
     }

@@ -67,6 +67,7 @@ export function LineChart(props: ILineChartProps): React.ReactElement {
       className="nbrunner-Chart"
       data-testid={props.testid}
       data-points={points.length}
+      data-title={props.title}
     >
       <figcaption className="nbrunner-Chart-title">
         {props.title}
