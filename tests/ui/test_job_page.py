@@ -266,3 +266,32 @@ def test_a_notification_when_a_sweep_ends(lab, page):
     expect(job_page(page, best["job"])).to_be_visible()
     # No notification per trial.
     expect(page.locator(".Toastify__toast", has_text=re.compile(r"Job \S+ completed"))).to_have_count(0)
+
+
+def test_cancel_a_running_job_from_its_page(lab, page):
+    job = lab.cluster.submit(str(lab.workspace / "ticker.ipynb"), name="page-ticker")
+    try:
+        wait_for(lambda: job.status == "running", timeout=90, what="the ticker to run")
+        open_lab(page, lab)
+        jobs_panel(page)
+        view = open_job_page(page, job.id)
+        expect(view.get_by_test_id("nbrunner-job-status").first).to_have_text("running")
+        expect(view.get_by_test_id("nbrunner-jobpage-delete")).to_have_count(0)  # not finished
+        expect(view.get_by_test_id("nbrunner-jobpage-download-zip")).to_be_disabled()
+        view.get_by_test_id("nbrunner-jobpage-cancel").click()
+        confirm = page.get_by_test_id("nbrunner-cancel-confirm")
+        expect(confirm).to_contain_text(job.id)
+        confirm.get_by_test_id("nbrunner-cancel-confirm-yes").click()
+        # The page follows the job: cancelled, history, and now it can be deleted.
+        expect(view.get_by_test_id("nbrunner-job-status").first).to_have_text("cancelled")
+        expect(view.get_by_test_id("nbrunner-jobpage-history").locator('li[data-status="cancelled"]')).to_have_count(1)
+        expect(view.get_by_test_id("nbrunner-jobpage-cancel")).to_have_count(0)
+        expect(view.get_by_test_id("nbrunner-jobpage-delete")).to_be_visible()
+        assert lab.job(job.id)["status"] == "cancelled"
+        # The user cancelled it here: no "was cancelled" notification on top.
+        page.wait_for_timeout(5000)
+        expect(toast(page, "page-ticker was cancelled")).to_have_count(0)
+        shot(page, "38-job-page-cancelled")
+    finally:
+        if job.status in ("queued", "running"):
+            job.cancel()
