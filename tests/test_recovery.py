@@ -35,6 +35,7 @@ def test_sigkilled_worker_job_is_rerun_on_another_worker(workspace):
         rec = job.record
         assert rec.status == "completed", rec.error
         assert rec.lost == 1 and rec.worker != first
+        assert [h["status"] for h in rec.history] == ["queued", "running", "queued", "running", "completed"]
         runs = [json.loads(line) for line in (workspace / "attempts.jsonl").read_text().splitlines()]
         # the first attempt died with its worker: only the re-run finished
         assert len(runs) == 1
@@ -50,6 +51,8 @@ def test_worker_lost_when_retries_are_spent(workspace):
         os.kill(worker_pid, signal.SIGKILL)
         job.wait(60)
         assert job.record.status == "failed" and job.record.error == "worker lost"
+        assert [h["status"] for h in job.record.history] == ["queued", "running", "failed"]
+        assert (job.dir / "output.html").is_file()  # rendered by the scheduler before it wrote "failed"
 
 
 def test_embedded_redis_killed_with_jobs_queued_loses_nothing(workspace):

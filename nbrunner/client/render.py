@@ -55,6 +55,8 @@ def job_detail(rec: JobRecord) -> Table:
     t.add_column(style="bold")
     t.add_column()
     for k, v in rec.to_dict().items():
+        if k == "history":  # queued 2026-01-01T10:00:00.000Z -> running ... -> completed ...
+            v = " -> ".join(f"{h.get('status')} {h.get('at')}" for h in v)
         t.add_row(k, "" if v is None else str(v))
     return t
 

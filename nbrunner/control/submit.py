@@ -233,15 +233,28 @@ def rerun(store: JobStore, settings: Settings, job_id: str, parameters: Any = No
     return _record(store, settings, req, nb, old.notebook, old.name, cwd, owner)
 
 
-def purge(store: JobStore, settings: Settings, job_id: str) -> None:
-    """Remove a finished job: its record (everywhere Redis indexes it) and its directory."""
+PURGE_WAIT_S = 10.0  # how long a purge waits for a just-finished job's worker to let it go
+
+
+def purge(store: JobStore, settings: Settings, job_id: str, wait: float = PURGE_WAIT_S) -> None:
+    """Remove a finished job: its record (everywhere Redis indexes it) and its directory.
+
+    A job's worker confirms the release of its slots just after the final status: the purge
+    waits up to ``wait`` seconds for it (Conflict after that), so no slot is freed while
+    something of the job may still run on it."""
+    import time
+
     from . import grants
 
     rec = store.get(job_id)
     if not rec.finished:
         raise Conflict(f"job {job_id} is {rec.status}: cancel it before deleting it")
-    if not rec.released or grants.held_by(store.r, job_id):
-        raise Conflict(f"job {job_id} is still stopping: try again in a moment")
+    deadline = time.monotonic() + wait
+    while not rec.released or grants.held_by(store.r, job_id):
+        if time.monotonic() > deadline:
+            raise Conflict(f"job {job_id} is still stopping: try again in a moment")
+        time.sleep(0.1)
+        rec = store.get(job_id)
     store.delete(job_id, extra_keys=(grants.grant_key(job_id), grants.timeline_key(job_id)))
     job_dir = settings.job_dir(job_id)
     if job_dir.name == job_id and job_dir.is_dir():

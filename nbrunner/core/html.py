@@ -8,11 +8,42 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 
 log = logging.getLogger("nbrunner.html")
 
 OUTPUT_HTML = "output.html"
+
+
+_exporter = None  # one HTMLExporter per process: its templates are parsed once
+_lock = threading.Lock()  # an exporter keeps state while it converts: one conversion at a time
+
+
+def exporter():
+    """The process's HTMLExporter (nbconvert imported on first use)."""
+    global _exporter
+    if _exporter is None:
+        from nbconvert import HTMLExporter
+
+        _exporter = HTMLExporter()
+    return _exporter
+
+
+def preload() -> None:
+    """Import nbconvert and parse its templates now (a worker does it before it forks job
+    processes, so that a job's end does not pay for it)."""
+    from .notebooks import load_nbformat
+
+    v4 = load_nbformat().v4
+    cell = v4.new_code_cell("print(1)", outputs=[v4.new_output("stream", name="stdout", text="1\n")])
+    nb = v4.new_notebook(cells=[v4.new_markdown_cell("# nbrunner"), cell],
+                         metadata={"language_info": {"name": "python", "pygments_lexer": "ipython3"}})
+    try:  # markdown and a code cell: the markdown renderer and the lexer are loaded too
+        with _lock:
+            exporter().from_notebook_node(nb)
+    except Exception as exc:  # noqa: BLE001 - the job's end tries again and logs why
+        log.warning("could not prepare the HTML exporter: %s: %s", exc.__class__.__name__, exc)
 
 
 def write_output_html(job_dir: Path) -> Path | None:
@@ -23,14 +54,13 @@ def write_output_html(job_dir: Path) -> Path | None:
     if source is None:
         return None
     target = job_dir / OUTPUT_HTML
-    tmp = job_dir / f".{OUTPUT_HTML}.{os.getpid()}.tmp"
+    tmp = job_dir / f".{OUTPUT_HTML}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
-        from nbconvert import HTMLExporter
-
         from .notebooks import load_nbformat
 
         nb = load_nbformat().read(str(source), as_version=4)
-        body, _ = HTMLExporter().from_notebook_node(nb)
+        with _lock:
+            body, _ = exporter().from_notebook_node(nb)
         tmp.write_text(body, encoding="utf-8")
         os.replace(tmp, target)
         return target

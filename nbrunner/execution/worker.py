@@ -26,7 +26,7 @@ from ..control import grants
 from ..control.queues import DEFAULT_QUEUE, host_queue, rq_connection
 from ..control.registration import HEARTBEAT_INTERVAL, heartbeat, unregister
 from ..core.config import Settings
-from ..core.html import write_output_html
+from ..core.html import preload as preload_html, write_output_html
 from ..core.models import JobRecord
 from ..core.store import JobStore, connect
 
@@ -127,6 +127,7 @@ class NbrunnerWorker(Worker):
         self.agent = LearnerAgent(self.store, self.host, self.name)
         self.agent.start()
         self.store.emit("worker_joined", worker=self.name, host=self.host)
+        preload_html()  # before the first job process is forked: a job's end then only renders its HTML
 
     def register_death(self) -> None:
         self._beat_stop.set()

@@ -144,18 +144,22 @@ class JobHandler(BaseHandler):
         self.reply(submit.set_priority(self.cluster.store, job_id, data["priority"]).to_dict())
 
     @web.authenticated
-    def delete(self, job_id: str) -> None:
+    async def delete(self, job_id: str) -> None:
         """Cancel; with ``?purge=true`` remove a finished job's record and directory (204)."""
         self.job(job_id)
         purge = self.get_query_argument("purge", "false").lower()
         if purge not in ("true", "false", "1", "0"):
             raise InvalidRequest(f"purge must be true or false, got {purge!r}")
-        if purge in ("true", "1"):
-            submit.purge(self.cluster.store, self.cluster.settings, job_id)
+        if purge in ("true", "1"):  # in a thread: it may wait for the worker's release, and removes a directory
+            await IOLoop.current().run_in_executor(None, submit.purge, self.cluster.store, self.cluster.settings,
+                                                   job_id)
             self.set_status(204)
             self.finish()
             return
-        self.reply(submit.cancel(self.cluster.store, job_id, self.cluster.settings.job_dir(job_id)).to_dict())
+        # in a thread: the cancel renders the job's output.html
+        rec = await IOLoop.current().run_in_executor(None, submit.cancel, self.cluster.store, job_id,
+                                                     self.cluster.settings.job_dir(job_id))
+        self.reply(rec.to_dict())
 
 
 class LogHandler(BaseHandler):

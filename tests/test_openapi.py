@@ -1,0 +1,58 @@
+"""The OpenAPI document and the handlers agree: every served (path, method) is documented and
+every documented one is served."""
+from __future__ import annotations
+
+import re
+
+from nbrunner.server.handlers import API, BaseHandler, routes
+from nbrunner.server.openapi import document
+
+METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def openapi_path(pattern: str) -> str:
+    """``/nbrunner/api/jobs/(?P<job_id>[a-z0-9]{1,32})/log/?`` -> ``/jobs/{job_id}/log``."""
+    path = pattern[len(API):] if pattern.startswith(API) else pattern
+    path = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", path)
+    path = path.removesuffix("/?").replace("\\.", ".")
+    assert not set(path) & set("()[]?*+\\^$"), f"route pattern not understood: {pattern}"
+    return path
+
+
+def served() -> set[tuple[str, str]]:
+    out = set()
+    for pattern, handler in routes():
+        for method in METHODS:
+            if getattr(handler, method) is not getattr(BaseHandler, method):
+                out.add((openapi_path(pattern), method))
+    return out
+
+
+def documented(doc: dict) -> set[tuple[str, str]]:
+    return {(path, method) for path, item in doc["paths"].items() for method in item if method in METHODS}
+
+
+def test_every_route_is_documented_and_every_documented_route_is_served():
+    doc = document()
+    assert served() - documented(doc) == set(), "routes without an OpenAPI entry"
+    assert documented(doc) - served() == set(), "documented routes no handler serves"
+
+
+def test_the_document_is_well_formed():
+    doc = document("/base/")
+    assert doc["openapi"].startswith("3.") and doc["servers"] == [{"url": "/base/nbrunner/api"}]
+    schemas = doc["components"]["schemas"]
+    for path, item in doc["paths"].items():
+        params = {p["name"] for p in item.get("parameters", []) if p["in"] == "path"}
+        assert params == set(re.findall(r"{(\w+)}", path)), path
+        for method in set(item) & set(METHODS):
+            op = item[method]
+            assert op["summary"] and op["responses"], (path, method)
+    refs = re.findall(r"#/components/schemas/(\w+)", repr(doc))
+    assert refs and set(refs) <= set(schemas)
+
+
+def test_a_new_route_without_docs_is_caught():
+    doc = document()
+    del doc["paths"]["/jobs/{job_id}/rerun"]
+    assert served() - documented(doc) == {("/jobs/{job_id}/rerun", "post")}
