@@ -618,9 +618,9 @@ def test_a_notebook_shows_a_filtered_monitor_from_cluster_monitor(lab, page, tic
     open_lab(page, lab)
     row = job_row(jobs_panel(page), job.id)
     row.get_by_test_id("nbrunner-job-open-output").click()
-    tab = page.locator(f'.lm-DockPanel-tabBar .lm-TabBar-tab[title*="runs/{job.id}/output.ipynb"]')
-    expect(tab).to_be_visible()
-    table = page.locator(f'[id="{tab.get_attribute("data-id")}"] .jp-OutputArea-output table')
+    view = page.locator(f'[data-testid="nbrunner-output-view"][data-job-id="{job.id}"]')
+    expect(view).to_have_attribute("data-loaded", "true")
+    table = view.frame_locator("iframe").locator("table")
     expect(table).to_be_visible()
     expect(table).to_contain_text("my-monitor")  # running, and mine
     expect(table).not_to_contain_text(other)  # running, someone else's

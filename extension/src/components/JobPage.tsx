@@ -287,8 +287,11 @@ export class JobPage extends ReactWidget {
     const ended = isFinished(job.status);
     const busy = this._acting !== null || this._gone;
     const hasOutput = !!job.output && job.status !== 'queued';
+    // A job cancelled before it ran has no executed notebook (its HTML shows the input).
+    const available = (format: DownloadFormat) =>
+      ended && !this._gone && (format !== 'ipynb' || !!job.started_at);
     const download = (format: DownloadFormat, label: string) =>
-      ended && !this._gone ? (
+      available(format) ? (
         <a
           key={format}
           className="nbrunner-Button"
@@ -306,7 +309,7 @@ export class JobPage extends ReactWidget {
           className="nbrunner-Button"
           disabled
           data-testid={`nbrunner-jobpage-download-${format}`}
-          title="Available once the job has ended"
+          title={ended ? 'The job never ran: no executed notebook' : 'Available once the job has ended'}
         >
           {format === 'zip' ? 'zip' : format === 'html' ? 'HTML' : 'ipynb'}
         </button>
