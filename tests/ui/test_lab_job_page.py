@@ -230,6 +230,7 @@ def test_a_notification_when_a_job_ends_opens_its_page(lab, page, trained):
     job = lab.cluster.submit(str(lab.workspace / "train.ipynb"), {"STEPS": 2}, name="notify-me")
     note = toast(page, "Job notify-me completed")
     expect(note).to_be_visible(timeout=150_000)
+    page.wait_for_timeout(1000)  # the toast slides in: the screenshot shows it in place
     shot(page, "36-notification-job-completed")
     expect(toast(page, "train-page")).to_have_count(0)
     note.get_by_role("button", name="Open job").click()
@@ -261,6 +262,7 @@ def test_a_notification_when_a_sweep_ends(lab, page):
     expect(note).to_contain_text("2 trials")
     board = lab.api("GET", f"sweeps/{sweep['id']}")[1]["leaderboard"]
     best = next(e for e in board if e["rank"] == 1)
+    page.wait_for_timeout(1000)
     shot(page, "37-notification-sweep-ended")
     note.get_by_role("button", name="Open best trial").click()
     expect(job_page(page, best["job"])).to_be_visible()
