@@ -268,3 +268,15 @@ async def test_bad_input_is_a_json_4xx_and_changes_nothing(api, root, done_job, 
     _, after = await api("GET", "jobs")
     assert [(j["id"], j["status"]) for j in after["jobs"]] == [(j["id"], j["status"]) for j in before["jobs"]]
     assert job_dir(root, done_job).is_dir()
+
+
+async def test_the_new_routes_need_authentication(jp_fetch):
+    from tornado.httpclient import HTTPClientError
+
+    for method, path in (("GET", ("jobs", "abc", "metrics")), ("GET", ("jobs", "abc", "download")),
+                         ("POST", ("jobs", "abc", "rerun")), ("DELETE", ("jobs", "abc")), ("GET", ("openapi.json",))):
+        with pytest.raises(HTTPClientError) as info:
+            await jp_fetch("nbrunner", "api", *path, method=method, body="{}" if method == "POST" else None,
+                           params={"purge": "true"} if method == "DELETE" else None,
+                           headers={"Authorization": "token wrong"})
+        assert info.value.code in (401, 403), (method, path)

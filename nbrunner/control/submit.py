@@ -194,6 +194,7 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, nb: nbformat.N
             owner=owner or getpass.getuser(),
             output=relative_to_workspace(settings, job_dir / "output.ipynb"),
             sweep=req.sweep,
+            schedule=req.schedule,
             timeout=req.timeout,
             kernel=req.kernel,
             language=req.language,
@@ -202,6 +203,7 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, nb: nbformat.N
             retries=DEFAULT_RETRIES if req.retries is None else req.retries,
             elastic=uses_grants(nb),
         )
+        record.note_status(None)  # the history starts at "queued"
         (job_dir / "job.json").write_text(json.dumps(record.to_dict(), indent=1))
         if not store.create(record):
             raise Conflict(f"job id {job_id} already exists")

@@ -57,6 +57,7 @@ JOB = {
         "output": {"type": "string", "nullable": True}, "error": {"type": "string", "nullable": True},
         "progress": {"type": "number", "nullable": True}, "metrics": OBJ,
         "sweep": {"type": "string", "nullable": True},
+        "schedule": {"type": "string", "nullable": True, "description": "the schedule this job is a run of"},
         "history": {"type": "array", "description": "one entry per status change, oldest first",
                     "items": {"type": "object", "properties": {
                         "status": {"type": "string", "enum": STATUSES},
@@ -79,10 +80,29 @@ SWEEP = {"type": "object", "properties": {
     "id": {"type": "string"}, "jobs": {"type": "array", "items": {"type": "string"}},
     "leaderboard": {"type": "array", "items": OBJ}}}
 
+_SCHEDULE_FIELDS = {
+    "notebook": {"type": "string"}, "name": {"type": "string"}, "parameters": OBJ,
+    "cron": {"type": "string", "description": "5-field cron, or @hourly, @daily, @weekly, @monthly"},
+    "every": {"type": "number", "minimum": 1, "description": "seconds (exactly one of cron and every)"},
+    "timezone": {"type": "string", "default": "UTC"}, "overlap": {"type": "string", "enum": ["skip", "queue"]},
+    "min_gpus": {"type": "integer"}, "max_gpus": {"type": "integer"}, "priority": {"type": "integer"},
+    "timeout": {"type": "number"},
+}
+SCHEDULE_REQUEST = {"type": "object", "properties": {**_SCHEDULE_FIELDS, "paused": {"type": "boolean"}}}
+SCHEDULE = {"type": "object", "properties": {
+    **_SCHEDULE_FIELDS, "id": {"type": "string"}, "paused": {"type": "boolean"}, "owner": {"type": "string"},
+    "next_run_at": {"type": "string", "nullable": True}, "last_run_at": {"type": "string", "nullable": True},
+    "created_at": {"type": "string"}, "last_job": {"type": "string", "nullable": True},
+    "last_error": {"type": "string", "nullable": True}}}
+MODEL_SERVER = {"type": "object", "properties": {
+    k: {"type": "integer" if k in ("port", "pid", "version") else "string"}
+    for k in ("name", "version", "model", "port", "url", "pid", "owner", "started_at")}}
+
 PATHS: dict[str, dict[str, Any]] = {
     "/jobs": {
         "get": {"summary": "List the jobs visible to the caller, newest first",
-                "parameters": [_query("status", {"type": "string", "enum": STATUSES}, "only jobs in this status")],
+                "parameters": [_query("status", {"type": "string", "enum": STATUSES}, "only jobs in this status"),
+                               _query("schedule", {"type": "string"}, "only the runs of this schedule")],
                 "responses": {"200": _json({"type": "object", "properties": {
                     "jobs": {"type": "array", "items": _ref("Job")}}}, "the jobs"), **BAD}},
         "post": {"summary": "Submit a notebook as a job",
@@ -174,6 +194,56 @@ PATHS: dict[str, dict[str, Any]] = {
         "delete": {"summary": "Cancel a sweep", "responses": {"200": _json(_ref("Sweep"), "the sweep"),
                                                              **UNKNOWN, **CONFLICT}},
     },
+    "/schedules": {
+        "get": {"summary": "The schedules visible to the caller",
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "schedules": {"type": "array", "items": _ref("Schedule")}}}, "the schedules")}},
+        "post": {"summary": "Run a notebook on a clock (cron or every N seconds)",
+                 "requestBody": {"required": True, "content": {"application/json": {
+                     "schema": _ref("ScheduleRequest")}}},
+                 "responses": {"201": _json(_ref("Schedule"), "the schedule"), **BAD}},
+    },
+    "/schedules/{schedule_id}": {
+        "parameters": [_path_param("schedule_id", "the schedule's id")],
+        "get": {"summary": "One schedule", "responses": {"200": _json(_ref("Schedule"), "the schedule"), **UNKNOWN}},
+        "patch": {"summary": "Pause, resume or change a schedule",
+                  "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                      **_ref("ScheduleRequest"), "description": "any of the fields, and paused"}}}},
+                  "responses": {"200": _json(_ref("Schedule"), "the schedule"), **BAD, **UNKNOWN}},
+        "delete": {"summary": "Delete a schedule (its runs stay)",
+                   "responses": {"204": {"description": "deleted"}, **UNKNOWN}},
+    },
+    "/models": {
+        "get": {"summary": "Registered model versions, and the jobs that saved a model",
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "models": {"type": "array", "items": OBJ},
+                    "jobs_with_model": {"type": "array", "items": {"type": "string"}}}}, "the models")}},
+        "post": {"summary": "Register a job's model as the next version of a name",
+                 "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                     "type": "object", "required": ["job", "name"],
+                     "properties": {"job": {"type": "string"}, "name": {"type": "string"}}}}}},
+                 "responses": {"201": _json(OBJ, "the registry entry"), **BAD, **UNKNOWN}},
+    },
+    "/models/serving": {
+        "get": {"summary": "The model servers this Jupyter server runs",
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "servers": {"type": "array", "items": _ref("ModelServer")}}}, "the servers")}},
+        "post": {"summary": "Serve a model version over HTTP",
+                 "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                     "type": "object", "required": ["model"],
+                     "properties": {"model": {"type": "string", "description": "NAME or NAME:VERSION"},
+                                    "port": {"type": "integer"}}}}}},
+                 "responses": {"201": _json(_ref("ModelServer"), "the server, once it listens"), **BAD, **UNKNOWN,
+                               **CONFLICT}},
+    },
+    "/models/serving/{name}": {
+        "parameters": [{"name": "name", "in": "path", "required": True, "description": "the model's name",
+                        "schema": {"type": "string"}}],
+        "get": {"summary": "That model's server", "responses": {"200": _json(_ref("ModelServer"), "the server"),
+                                                               **UNKNOWN}},
+        "delete": {"summary": "Stop that model's server", "responses": {"204": {"description": "stopped"},
+                                                                       **UNKNOWN}},
+    },
     "/openapi.json": {
         "get": {"summary": "This document", "responses": {"200": _json(OBJ, "an OpenAPI 3 document")}},
     },
@@ -187,7 +257,8 @@ DOCUMENT: dict[str, Any] = {
     "servers": [{"url": "/nbrunner/api"}],
     "paths": PATHS,
     "components": {"schemas": {
-        "Job": JOB, "JobRequest": JOB_REQUEST, "Sweep": SWEEP,
+        "Job": JOB, "JobRequest": JOB_REQUEST, "Sweep": SWEEP, "Schedule": SCHEDULE,
+        "ScheduleRequest": SCHEDULE_REQUEST, "ModelServer": MODEL_SERVER,
         "Error": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
     }},
 }
