@@ -5,12 +5,15 @@ import {
   ICluster,
   IJob,
   IJobList,
+  DownloadFormat,
   ILogChunk,
+  IMetrics,
   INotebookParameters,
   ISchedule,
   IScheduleList,
   IScheduleRequest,
   IScheduleUpdate,
+  JSONValue,
   ISubmitRequest,
   ISweep,
   ISweepRequest,
@@ -253,4 +256,35 @@ export async function deleteSchedule(id: string): Promise<void> {
 /** The runs (jobs) of a schedule, newest first. */
 export function listScheduleRuns(id: string, limit = 200): Promise<IJobList> {
   return requestAPI<IJobList>('jobs', {}, query({ schedule: id, limit }));
+}
+
+export function getMetrics(id: string): Promise<IMetrics> {
+  return requestAPI<IMetrics>(`jobs/${enc(id)}/metrics`);
+}
+
+/** A new job from the same input snapshot, `parameters` merged over the old ones. */
+export function rerunJob(
+  id: string,
+  parameters?: { [key: string]: JSONValue },
+  floats: ReadonlyArray<string> = []
+): Promise<IJob> {
+  const body = serializeSubmit({ notebook: '', parameters }, floats).replace(
+    /^\{"notebook":"",?/,
+    '{'
+  );
+  return requestAPI<IJob>(`jobs/${enc(id)}/rerun`, { method: 'POST', body });
+}
+
+/** Remove a finished job's record and directory. */
+export async function deleteJob(id: string): Promise<void> {
+  await requestAPI<null>(`jobs/${enc(id)}`, { method: 'DELETE' }, '?purge=true');
+}
+
+/** URL of a job's output as an attachment (the browser's login cookie authenticates it). */
+export function downloadUrl(id: string, format: DownloadFormat): string {
+  const settings = ServerConnection.makeSettings();
+  return (
+    URLExt.join(settings.baseUrl, API_PREFIX, `jobs/${enc(id)}/download`) +
+    query({ format })
+  );
 }

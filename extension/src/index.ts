@@ -29,10 +29,12 @@ import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 import { ClusterView } from './cluster-view';
 import { clusterIcon, jobsIcon, logIcon, runJobIcon } from './icons';
 import { JobsPanel } from './components/JobsPanel';
+import { activateJobPages, JobPageCommandIDs } from './job-pages';
 import { JobLogView } from './log-view';
 import { addModelsPanel } from './models-plugin';
 import { Created, runAsJob } from './run-as-job';
 import { schedulesPlugin, ScheduleCommandIDs } from './schedules-plugin';
+import { JobNotifier } from './notifier';
 import { IJob } from './types';
 
 export namespace CommandIDs {
@@ -104,8 +106,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
       openOutput: job =>
         void commands.execute(CommandIDs.openOutput, {
           path: job.output ?? '',
-          id: job.id
+          id: job.id,
+          name: job.name
         }),
+      openJob: job =>
+        void commands.execute(JobPageCommandIDs.openJob, { id: job.id, name: job.name }),
       openCluster: () => void commands.execute(CommandIDs.openCluster),
       openSchedules: () => void commands.execute(ScheduleCommandIDs.openSchedules)
     });
@@ -121,6 +126,20 @@ const plugin: JupyterFrontEndPlugin<void> = {
         panel.highlight(job.id);
       }
     };
+
+    // --- Job pages, read-only outputs, notifications when jobs end ----------
+    const notifier = new JobNotifier({
+      openJob: (id, name) =>
+        void commands.execute(JobPageCommandIDs.openJob, { id, name: name ?? id }),
+      revealJobs: () => revealPanel()
+    });
+    activateJobPages(app, restorer, {
+      openLog: job =>
+        void commands.execute(CommandIDs.openLog, { id: job.id, name: job.name }),
+      refreshJobs: () => void panel.refresh(),
+      submitted: job => notifier.watch(job)
+    });
+    void app.restored.then(() => notifier.start());
 
     // --- Run as job ---------------------------------------------------------
     const submitted = (created: Created | null) => {
@@ -144,6 +163,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         return;
       }
       const { job } = created;
+      notifier.watch(job);
       Notification.success(`Job ${job.id} submitted (${job.name}).`, {
         autoClose: 6000,
         actions: [
@@ -290,28 +310,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
         name: w => w.content.jobId
       });
     }
-
-    commands.addCommand(CommandIDs.openOutput, {
-      label: 'Open executed notebook',
-      caption: 'Open the executed notebook of an nbrunner job',
-      execute: async args => {
-        const path = String(args.path ?? '');
-        if (!path) {
-          Notification.warning('This job has no executed notebook yet.', {
-            autoClose: 5000
-          });
-          return;
-        }
-        try {
-          return await commands.execute('docmanager:open', { path });
-        } catch (error) {
-          Notification.error(
-            `Could not open ${path}: ${(error as Error).message ?? error}`,
-            { autoClose: 8000 }
-          );
-        }
-      }
-    });
 
     let cluster: MainAreaWidget<ClusterView> | null = null;
     const clusters = new WidgetTracker<MainAreaWidget<ClusterView>>({

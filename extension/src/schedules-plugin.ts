@@ -62,8 +62,11 @@ export const schedulesPlugin: JupyterFrontEndPlugin<void> = {
             openOutput: job =>
               void commands.execute('nbrunner:open-output', {
                 path: job.output ?? '',
-                id: job.id
+                id: job.id,
+                name: job.name
               }),
+            openJob: job =>
+              void commands.execute('nbrunner:open-job', { id: job.id, name: job.name }),
             edit: schedule => editSchedule(app, docManager, schedule)
           });
           view = new MainAreaWidget({ content });

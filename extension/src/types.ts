@@ -37,9 +37,30 @@ export interface IJob {
   progress?: number | null;
   metrics?: { [key: string]: JSONValue } | null;
   sweep?: string | null;
+  /** Status changes, oldest first. */
+  history?: IStatusChange[] | null;
+  attempt?: number | null;
+  worker?: string | null;
+  host?: string | null;
+  timeout?: number | null;
   /** Id of the schedule that started this job, or null. */
   schedule?: string | null;
 }
+
+export interface IStatusChange {
+  status: string;
+  at: string;
+}
+
+/** One row of a job's metrics.jsonl (e.g. `{"step": 3, "loss": 0.4}`). */
+export type IMetricsRow = { [key: string]: JSONValue };
+
+export interface IMetrics {
+  metrics: IMetricsRow[];
+}
+
+/** Formats of `GET /jobs/{id}/download`. */
+export type DownloadFormat = 'ipynb' | 'html' | 'zip';
 
 export interface IJobList {
   jobs: IJob[];

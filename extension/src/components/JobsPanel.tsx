@@ -32,6 +32,8 @@ export namespace JobsPanel {
     openLog: (job: IJob) => void;
     /** Open the executed notebook of a job. */
     openOutput: (job: IJob) => void;
+    /** Open the page of a job. */
+    openJob: (job: IJob) => void;
     /** Open the cluster view. */
     openCluster: () => void;
     /** Open the Schedules view. */
@@ -291,6 +293,7 @@ export class JobsPanel extends ReactWidget {
       onCancel: job => void this._cancel(job),
       onLog: job => this._options.openLog(job),
       onOpen: job => this._options.openOutput(job),
+      onDetails: job => this._options.openJob(job),
       onPriority: (job, p) => this._setPriority(job, p),
       onRegister: this._options.models?.register,
       hasModel: job => this._withModel.has(job.id)

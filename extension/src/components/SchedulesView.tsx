@@ -41,6 +41,7 @@ export namespace SchedulesView {
   export interface IOptions {
     openLog: (job: IJob) => void;
     openOutput: (job: IJob) => void;
+    openJob: (job: IJob) => void;
     /** Edit a schedule in the Run-as-job dialog; the updated one, or null. */
     edit: (schedule: ISchedule) => Promise<ISchedule | null>;
     interval?: number;
@@ -219,6 +220,7 @@ export class SchedulesView extends ReactWidget {
         })(),
       onLog: job => this._options.openLog(job),
       onOpen: job => this._options.openOutput(job),
+      onDetails: job => this._options.openJob(job),
       onPriority: async (job, priority) => {
         try {
           await setPriority(job.id, priority);
