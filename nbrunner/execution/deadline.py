@@ -14,20 +14,9 @@ import threading
 import time
 
 from ..core.limits import MAX_TIMEOUT_S
+from .kernels import kernel_processes
 
 KILL_AFTER_S = 3.0
-
-
-def kernel_processes() -> list:
-    """The ``Popen`` objects of the kernels papermill started in this process, and the
-    pre-warmed kernel it adopted (:mod:`.warm_kernel`)."""
-    import gc
-    import subprocess
-
-    from .warm_kernel import ADOPTED
-
-    return [obj for obj in gc.get_objects()
-            if isinstance(obj, subprocess.Popen) and "ipykernel" in " ".join(map(str, obj.args or []))] + ADOPTED
 
 
 class Deadline:

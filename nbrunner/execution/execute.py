@@ -22,7 +22,8 @@ from ..core.html import write_output_html
 from ..core.models import JobRecord, utcnow
 from ..core.notebooks import load_nbformat
 from ..core.store import JobStore
-from .deadline import Deadline, kernel_processes
+from .deadline import Deadline
+from .kernels import kernel_config, kernel_processes, remove_kernel_sockets
 from .warm_kernel import offered, shut_down
 
 nbformat = load_nbformat()  # without jsonschema's slow optional IRI checker (core.notebooks)
@@ -104,35 +105,6 @@ def kernel_exit_code(earlier: tuple = ()) -> int | None:
         if all(proc is not old for old in earlier) and proc.returncode is not None:
             return proc.returncode
     return None
-
-
-def kernel_config():
-    """Kernels talk over unix sockets: TCP ports picked free by jupyter_client can be taken by
-    another kernel or a gloo group before the kernel binds them ("Address already in use")."""
-    import uuid
-
-    from jupyter_core.paths import jupyter_runtime_dir
-    from traitlets.config import Config
-
-    config = Config()
-    runtime = jupyter_runtime_dir()
-    # one prefix per kernel: jupyter_client's default ("kernel-ipc" in the cwd) is shared by every
-    # kernel started in the same directory; "<prefix>-<n>" must fit a unix socket path
-    prefix = os.path.join(runtime, f"nbrunner-{uuid.uuid4().hex}-ipc")
-    if len(prefix) < 100:
-        os.makedirs(runtime, mode=0o700, exist_ok=True)
-        config.KernelManager.transport = "ipc"
-        config.KernelManager.ip = prefix
-    return config
-
-
-def remove_kernel_sockets(config) -> None:
-    """Remove the unix sockets a kernel killed before its own cleanup left behind."""
-    import glob
-
-    if config.KernelManager.get("transport") == "ipc":
-        for path in glob.glob(glob.escape(config.KernelManager.ip) + "-*"):
-            Path(path).unlink(missing_ok=True)
 
 
 KERNEL_START_TRIES = 3

@@ -23,6 +23,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from .kernels import ADOPTED, kernel_config, remove_kernel_sockets
+
 DEFAULT_KERNEL = "python3"
 ENV_SPARE = "NBRUNNER_SPARE_KERNEL"  # the spare's description, from the worker to its horse
 
@@ -46,8 +48,6 @@ class SpareKernel:
         from jupyter_client.connect import write_connection_file
         from jupyter_client.kernelspec import KernelSpecManager
         from jupyter_client.launcher import launch_kernel
-
-        from .execute import kernel_config
 
         spec = KernelSpecManager().get_kernel_spec(self.kernel_name)
         self.config = config = kernel_config()
@@ -94,8 +94,6 @@ class SpareKernel:
         if self.connection_file:
             Path(self.connection_file).unlink(missing_ok=True)
         if self.config is not None:
-            from .execute import remove_kernel_sockets
-
             remove_kernel_sockets(self.config)
         self.pid = self.connection_file = self.config = None
 
@@ -169,7 +167,6 @@ class AdoptedProcess:
         self.send_signal(signal.SIGTERM)
 
 
-ADOPTED: list[AdoptedProcess] = []  # the kernels this horse adopted (for the deadline and exit codes)
 
 
 def offered() -> dict[str, Any] | None:

@@ -12,7 +12,6 @@ import ctypes
 import logging
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import threading
