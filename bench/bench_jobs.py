@@ -1,7 +1,11 @@
 """Notebook jobs vs bare papermill, in one script.
 
-(a) one one-cell notebook: nbrunner submit -> completed vs the ``papermill`` CLI (goal ratio <= 1.1);
-(b) 50 trivial jobs on 2 workers vs 50 sequential papermill runs (goal >= 2x faster).
+(a) one one-cell notebook: nbrunner submit -> completed vs the ``papermill`` CLI (goal ratio <= 0.3);
+(b) 50 trivial jobs on 2 workers vs 50 sequential papermill runs (goal >= 8x faster).
+
+Workers keep a pre-warmed kernel: in (a) each job is submitted once the worker has been idle for
+``IDLE_S`` (as a user's job usually finds it), so its spare kernel is up; in (b) jobs arrive back to
+back and each finds the spare that was started when the previous one ended, whether ready or not.
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
+IDLE_S = 2.0
 
 
 def _notebook(path: Path) -> Path:
@@ -51,6 +56,7 @@ def run(n_jobs: int = 50, repeats: int = 3) -> list[dict]:
         cluster.submit(nb, {"X": -1}).wait(120)  # warm-up: workers imported, caches filled
         single = []
         for i in range(repeats):
+            time.sleep(IDLE_S)
             t = time.perf_counter()
             job = cluster.submit(nb, {"X": i}).wait(120, poll=0.02)
             single.append(time.perf_counter() - t)
@@ -65,9 +71,9 @@ def run(n_jobs: int = 50, repeats: int = 3) -> list[dict]:
     one, base = statistics.median(single), statistics.median(pm_single)
     return [
         {"benchmark": "one job: nbrunner submit->completed vs papermill CLI (s)", "value": one, "baseline": base,
-         "ratio": one / base, "goal": "<= 1.1", "ok": one / base <= 1.1},
+         "ratio": one / base, "goal": "<= 0.3", "ok": one / base <= 0.3},
         {"benchmark": f"{n_jobs} jobs on 2 workers vs {n_jobs} sequential papermill (s)", "value": many,
-         "baseline": pm_seq, "ratio": pm_seq / many, "goal": ">= 2x faster", "ok": pm_seq / many >= 2},
+         "baseline": pm_seq, "ratio": pm_seq / many, "goal": ">= 8x faster", "ok": pm_seq / many >= 8},
     ]
 
 

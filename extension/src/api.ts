@@ -5,10 +5,18 @@ import {
   ICluster,
   IJob,
   IJobList,
+  DownloadFormat,
   ILogChunk,
+  IMetrics,
   INotebookParameters,
+  ISchedule,
+  IScheduleList,
+  IScheduleRequest,
+  IScheduleUpdate,
+  JSONValue,
   ISubmitRequest,
   ISweep,
+  ISweepRequest,
   ITimeline
 } from './types';
 
@@ -142,7 +150,7 @@ const FLOAT_TOKEN = '@@nbrunner-float@@';
  * notebook) still see a float.
  */
 export function serializeSubmit(
-  request: ISubmitRequest,
+  request: ISubmitRequest | IScheduleUpdate,
   floats: ReadonlyArray<string> = []
 ): string {
   const parameters = { ...(request.parameters ?? {}) };
@@ -206,5 +214,77 @@ export function getNotebookParameters(
     'notebook-parameters',
     {},
     query({ path })
+  );
+}
+
+export function submitSweep(request: ISweepRequest): Promise<ISweep> {
+  return requestAPI<ISweep>('sweeps', {
+    method: 'POST',
+    body: JSON.stringify(request)
+  });
+}
+
+export function listSchedules(): Promise<IScheduleList> {
+  return requestAPI<IScheduleList>('schedules');
+}
+
+export function createSchedule(
+  request: IScheduleRequest,
+  floats: ReadonlyArray<string> = []
+): Promise<ISchedule> {
+  return requestAPI<ISchedule>('schedules', {
+    method: 'POST',
+    body: serializeSubmit(request, floats)
+  });
+}
+
+export function updateSchedule(
+  id: string,
+  update: IScheduleUpdate,
+  floats: ReadonlyArray<string> = []
+): Promise<ISchedule> {
+  return requestAPI<ISchedule>(`schedules/${enc(id)}`, {
+    method: 'PATCH',
+    body: serializeSubmit(update, floats)
+  });
+}
+
+export async function deleteSchedule(id: string): Promise<void> {
+  await requestAPI<null>(`schedules/${enc(id)}`, { method: 'DELETE' });
+}
+
+/** The runs (jobs) of a schedule, newest first. */
+export function listScheduleRuns(id: string, limit = 200): Promise<IJobList> {
+  return requestAPI<IJobList>('jobs', {}, query({ schedule: id, limit }));
+}
+
+export function getMetrics(id: string): Promise<IMetrics> {
+  return requestAPI<IMetrics>(`jobs/${enc(id)}/metrics`);
+}
+
+/** A new job from the same input snapshot, `parameters` merged over the old ones. */
+export function rerunJob(
+  id: string,
+  parameters?: { [key: string]: JSONValue },
+  floats: ReadonlyArray<string> = []
+): Promise<IJob> {
+  const body = serializeSubmit({ notebook: '', parameters }, floats).replace(
+    /^\{"notebook":"",?/,
+    '{'
+  );
+  return requestAPI<IJob>(`jobs/${enc(id)}/rerun`, { method: 'POST', body });
+}
+
+/** Remove a finished job's record and directory. */
+export async function deleteJob(id: string): Promise<void> {
+  await requestAPI<null>(`jobs/${enc(id)}`, { method: 'DELETE' }, '?purge=true');
+}
+
+/** URL of a job's output as an attachment (the browser's login cookie authenticates it). */
+export function downloadUrl(id: string, format: DownloadFormat): string {
+  const settings = ServerConnection.makeSettings();
+  return (
+    URLExt.join(settings.baseUrl, API_PREFIX, `jobs/${enc(id)}/download`) +
+    query({ format })
   );
 }

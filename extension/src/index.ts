@@ -29,9 +29,12 @@ import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 import { ClusterView } from './cluster-view';
 import { clusterIcon, jobsIcon, logIcon, runJobIcon } from './icons';
 import { JobsPanel } from './components/JobsPanel';
+import { activateJobPages, JobPageCommandIDs } from './job-pages';
 import { JobLogView } from './log-view';
 import { addModelsPanel } from './models-plugin';
-import { runAsJob } from './run-as-job';
+import { Created, runAsJob } from './run-as-job';
+import { schedulesPlugin, ScheduleCommandIDs } from './schedules-plugin';
+import { JobNotifier } from './notifier';
 import { IJob } from './types';
 
 export namespace CommandIDs {
@@ -103,9 +106,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
       openOutput: job =>
         void commands.execute(CommandIDs.openOutput, {
           path: job.output ?? '',
-          id: job.id
+          id: job.id,
+          name: job.name
         }),
-      openCluster: () => void commands.execute(CommandIDs.openCluster)
+      openJob: job =>
+        void commands.execute(JobPageCommandIDs.openJob, { id: job.id, name: job.name }),
+      openCluster: () => void commands.execute(CommandIDs.openCluster),
+      openSchedules: () => void commands.execute(ScheduleCommandIDs.openSchedules)
     });
     shell.add(panel, 'left', { rank: 650, type: 'nbrunner jobs' });
     if (restorer) {
@@ -120,11 +127,43 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     };
 
+    // --- Job pages, read-only outputs, notifications when jobs end ----------
+    const notifier = new JobNotifier({
+      openJob: (id, name) =>
+        void commands.execute(JobPageCommandIDs.openJob, { id, name: name ?? id }),
+      revealJobs: () => revealPanel()
+    });
+    activateJobPages(app, restorer, {
+      openLog: job =>
+        void commands.execute(CommandIDs.openLog, { id: job.id, name: job.name }),
+      refreshJobs: () => void panel.refresh(),
+      submitted: job => notifier.watch(job)
+    });
+    void app.restored.then(() => notifier.start());
+
     // --- Run as job ---------------------------------------------------------
-    const submitted = (job: IJob | null) => {
-      if (!job) {
+    const submitted = (created: Created | null) => {
+      if (created?.mode === 'schedule') {
+        const { schedule } = created;
+        Notification.success(`Schedule ${schedule.id} saved (${schedule.name}).`, {
+          autoClose: 6000
+        });
+        void commands.execute(ScheduleCommandIDs.openSchedules, { id: schedule.id });
         return;
       }
+      if (created?.mode === 'sweep') {
+        const n = created.sweep.leaderboard?.length ?? created.sweep.jobs.length;
+        Notification.success(`Sweep ${created.sweep.id} started: ${n} trials.`, {
+          autoClose: 6000
+        });
+        revealPanel();
+        return;
+      }
+      if (!created) {
+        return;
+      }
+      const { job } = created;
+      notifier.watch(job);
       Notification.success(`Job ${job.id} submitted (${job.name}).`, {
         autoClose: 6000,
         actions: [
@@ -272,28 +311,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
       });
     }
 
-    commands.addCommand(CommandIDs.openOutput, {
-      label: 'Open executed notebook',
-      caption: 'Open the executed notebook of an nbrunner job',
-      execute: async args => {
-        const path = String(args.path ?? '');
-        if (!path) {
-          Notification.warning('This job has no executed notebook yet.', {
-            autoClose: 5000
-          });
-          return;
-        }
-        try {
-          return await commands.execute('docmanager:open', { path });
-        } catch (error) {
-          Notification.error(
-            `Could not open ${path}: ${(error as Error).message ?? error}`,
-            { autoClose: 8000 }
-          );
-        }
-      }
-    });
-
     let cluster: MainAreaWidget<ClusterView> | null = null;
     const clusters = new WidgetTracker<MainAreaWidget<ClusterView>>({
       namespace: 'nbrunner-cluster'
@@ -337,4 +354,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, schedulesPlugin];

@@ -37,15 +37,101 @@ export interface IJob {
   progress?: number | null;
   metrics?: { [key: string]: JSONValue } | null;
   sweep?: string | null;
+  /** Status changes, oldest first. */
+  history?: IStatusChange[] | null;
+  attempt?: number | null;
+  worker?: string | null;
+  host?: string | null;
+  timeout?: number | null;
+  /** Id of the schedule that started this job, or null. */
+  schedule?: string | null;
 }
+
+export interface IStatusChange {
+  status: string;
+  at: string;
+}
+
+/** One row of a job's metrics.jsonl (e.g. `{"step": 3, "loss": 0.4}`). */
+export type IMetricsRow = { [key: string]: JSONValue };
+
+export interface IMetrics {
+  metrics: IMetricsRow[];
+}
+
+/** Formats of `GET /jobs/{id}/download`. */
+export type DownloadFormat = 'ipynb' | 'html' | 'zip';
 
 export interface IJobList {
   jobs: IJob[];
+  next?: string | null;
 }
 
 export interface ISubmitRequest {
   notebook: string;
   parameters?: { [key: string]: JSONValue };
+  name?: string;
+  min_gpus?: number;
+  max_gpus?: number;
+  priority?: number;
+  timeout?: number;
+  kernel?: string;
+}
+
+/** How a schedule reruns a notebook while its previous run is queued or running. */
+export type Overlap = 'skip' | 'queue';
+
+/** When a schedule fires: a cron expression or every N seconds (exactly one). */
+export interface IScheduleTiming {
+  cron?: string | null;
+  every?: number | null;
+  timezone?: string;
+  overlap?: Overlap;
+}
+
+/** The POST /schedules body. */
+export interface IScheduleRequest extends ISubmitRequest, IScheduleTiming {}
+
+/** A schedule record (GET /schedules/{id}). */
+export interface ISchedule {
+  id: string;
+  name: string;
+  notebook: string;
+  parameters: { [key: string]: JSONValue } | null;
+  cron: string | null;
+  every: number | null;
+  timezone: string;
+  overlap: Overlap | string;
+  paused: boolean;
+  next_run_at: string | null;
+  last_run_at: string | null;
+  created_at: string | null;
+  owner?: string | null;
+  min_gpus: number;
+  max_gpus: number;
+  priority: number;
+  timeout: number | null;
+}
+
+export interface IScheduleList {
+  schedules: ISchedule[];
+}
+
+/** The PATCH /schedules/{id} body. */
+export interface IScheduleUpdate extends IScheduleTiming {
+  paused?: boolean;
+  parameters?: { [key: string]: JSONValue };
+  name?: string;
+  min_gpus?: number;
+  max_gpus?: number;
+  priority?: number;
+  timeout?: number | null;
+}
+
+/** The POST /sweeps body: the spec is a mapping or YAML text. */
+export interface ISweepRequest {
+  notebook: string;
+  spec: string | { [key: string]: JSONValue };
   name?: string;
   min_gpus?: number;
   max_gpus?: number;

@@ -1,1 +1,3 @@
 import './base.css';
+import './schedules.css';
+import './job-page.css';

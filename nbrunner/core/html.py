@@ -59,6 +59,10 @@ def write_output_html(job_dir: Path) -> Path | None:
         from .notebooks import load_nbformat
 
         nb = load_nbformat().read(str(source), as_version=4)
+        # Without the saved widget state nbconvert shows each widget's own static fallback
+        # (e.g. the jobs monitor's text/html table); with it, it emits views that need the
+        # widget manager's scripts from a CDN, blank when viewed offline or with scripts off.
+        nb.metadata.pop("widgets", None)
         with _lock:
             body, _ = exporter().from_notebook_node(nb)
         tmp.write_text(body, encoding="utf-8")

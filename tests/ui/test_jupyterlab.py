@@ -161,17 +161,14 @@ def test_run_as_job_from_the_toolbar_to_the_executed_notebook(lab, page):
     open_output = row.get_by_test_id("nbrunner-job-open-output")
     expect(open_output).to_be_enabled()
     open_output.click()
-    # The executed notebook opens in the main area, as a notebook.
-    tab = page.locator(f'.lm-DockPanel-tabBar .lm-TabBar-tab[title*="runs/{job["id"]}/output.ipynb"]')
-    expect(tab).to_be_visible()
-    notebook = page.locator(f'[id="{tab.get_attribute("data-id")}"]')
-    expect(notebook).to_have_class(re.compile(r"\bjp-NotebookPanel\b"))
-    expect(notebook).to_be_visible()
-    cells = notebook.locator(".jp-Cell")
-    expect(cells.filter(has_text='NAME = "browser"')).to_have_count(1)  # the injected parameters
-    outputs = notebook.locator(".jp-OutputArea-output")
-    expect(outputs.filter(has_text="hello browser #2")).to_have_count(1)
-    expect(outputs.filter(has_text="rate is 0.5")).to_have_count(1)
+    # The executed notebook opens read-only, without a kernel, in a tab named after the job.
+    view = page.locator(f'[data-testid="nbrunner-output-view"][data-job-id="{job["id"]}"]')
+    expect(view).to_have_attribute("data-loaded", "true")
+    expect(page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="output: greet-ui")).to_be_visible()
+    body = view.frame_locator("iframe").locator("body")
+    expect(body).to_contain_text('NAME = "browser"')  # the injected parameters
+    expect(body).to_contain_text("hello browser #2")
+    expect(body).to_contain_text("rate is 0.5")
     shot(page, "05-executed-notebook")
     assert panel.is_visible()
 
@@ -341,10 +338,10 @@ def test_an_executed_notebook_shows_the_jobs_monitor_table(lab, page):
     row = job_row(jobs_panel(page), job.id)
     expect(row).to_have_attribute("data-status", "completed")
     row.get_by_test_id("nbrunner-job-open-output").click()
-    tab = page.locator(f'.lm-DockPanel-tabBar .lm-TabBar-tab[title*="runs/{job.id}/output.ipynb"]')
-    expect(tab).to_be_visible()
-    notebook = page.locator(f'[id="{tab.get_attribute("data-id")}"]')
-    table = notebook.locator(".jp-OutputArea-output table")
+    view = page.locator(f'[data-testid="nbrunner-output-view"][data-job-id="{job.id}"]')
+    expect(view).to_have_attribute("data-loaded", "true")
+    notebook = view.frame_locator("iframe").locator("body")
+    table = notebook.locator("table")
     expect(table).to_be_visible()
     expect(table).to_contain_text("with-monitor")
     expect(table).to_contain_text(job.id)
@@ -621,9 +618,9 @@ def test_a_notebook_shows_a_filtered_monitor_from_cluster_monitor(lab, page, tic
     open_lab(page, lab)
     row = job_row(jobs_panel(page), job.id)
     row.get_by_test_id("nbrunner-job-open-output").click()
-    tab = page.locator(f'.lm-DockPanel-tabBar .lm-TabBar-tab[title*="runs/{job.id}/output.ipynb"]')
-    expect(tab).to_be_visible()
-    table = page.locator(f'[id="{tab.get_attribute("data-id")}"] .jp-OutputArea-output table')
+    view = page.locator(f'[data-testid="nbrunner-output-view"][data-job-id="{job.id}"]')
+    expect(view).to_have_attribute("data-loaded", "true")
+    table = view.frame_locator("iframe").locator("table")
     expect(table).to_be_visible()
     expect(table).to_contain_text("my-monitor")  # running, and mine
     expect(table).not_to_contain_text(other)  # running, someone else's

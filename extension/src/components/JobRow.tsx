@@ -12,6 +12,8 @@ export interface IRowHandlers {
   onCancel: (job: IJob) => void;
   onLog: (job: IJob) => void;
   onOpen: (job: IJob) => void;
+  /** Open the job's page. */
+  onDetails: (job: IJob) => void;
   onPriority: (job: IJob, priority: number) => Promise<boolean>;
   /** Register the model a job saved (shown only where `hasModel` says it saved one). */
   onRegister?: (job: IJob) => void;
@@ -50,13 +52,15 @@ export function JobRow(props: IJobRowProps): React.ReactElement {
     >
       <div className="nbrunner-JobRow-head">
         <StatusBadge status={job.status} />
-        <span
-          className="nbrunner-JobRow-name"
-          title={`${job.name} — ${job.notebook}`}
+        <button
+          type="button"
+          className="nbrunner-JobRow-name nbrunner-LinkButton"
+          title={`${job.name} — ${job.notebook}: open the job's page`}
           data-testid="nbrunner-job-name"
+          onClick={() => handlers.onDetails(job)}
         >
           {job.name}
-        </span>
+        </button>
         <code className="nbrunner-JobRow-id" data-testid="nbrunner-job-id">
           {job.id}
         </code>
@@ -112,6 +116,16 @@ export function JobRow(props: IJobRowProps): React.ReactElement {
           <button
             type="button"
             className="nbrunner-Button"
+            data-testid="nbrunner-job-details"
+            aria-label={`Open the page of job ${label}`}
+            title="The job's page: parameters, history, charts, downloads, re-run, delete"
+            onClick={() => handlers.onDetails(job)}
+          >
+            Details
+          </button>
+          <button
+            type="button"
+            className="nbrunner-Button"
             data-testid="nbrunner-job-log"
             aria-label={`Show the log of job ${label}`}
             title="Tail the job's log (with its learners' logs once it has finished)"
@@ -123,8 +137,8 @@ export function JobRow(props: IJobRowProps): React.ReactElement {
             type="button"
             className="nbrunner-Button"
             data-testid="nbrunner-job-open-output"
-            aria-label={`Open the executed notebook of job ${label}`}
-            title={hasOutput ? `Open ${job.output}` : 'No executed notebook yet'}
+            aria-label={`Open the executed notebook of job ${label}, read-only`}
+            title={hasOutput ? `Open ${job.output} read-only (no kernel)` : 'No executed notebook yet'}
             disabled={!hasOutput}
             onClick={() => handlers.onOpen(job)}
           >

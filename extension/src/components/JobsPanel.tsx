@@ -32,8 +32,12 @@ export namespace JobsPanel {
     openLog: (job: IJob) => void;
     /** Open the executed notebook of a job. */
     openOutput: (job: IJob) => void;
+    /** Open the page of a job. */
+    openJob: (job: IJob) => void;
     /** Open the cluster view. */
     openCluster: () => void;
+    /** Open the Schedules view. */
+    openSchedules?: () => void;
     /** Jobs that saved a model, and registering it ("Register model" on their rows). */
     models?: {
       jobsWithModel: () => Promise<string[]>;
@@ -289,6 +293,7 @@ export class JobsPanel extends ReactWidget {
       onCancel: job => void this._cancel(job),
       onLog: job => this._options.openLog(job),
       onOpen: job => this._options.openOutput(job),
+      onDetails: job => this._options.openJob(job),
       onPriority: (job, p) => this._setPriority(job, p),
       onRegister: this._options.models?.register,
       hasModel: job => this._withModel.has(job.id)
@@ -343,6 +348,18 @@ export class JobsPanel extends ReactWidget {
             >
               Cluster
             </button>
+            {this._options.openSchedules && (
+              <button
+                type="button"
+                className="nbrunner-Button"
+                data-testid="nbrunner-open-schedules"
+                aria-label="Open the schedules view"
+                title="Schedules: notebooks that run on a clock"
+                onClick={() => this._options.openSchedules?.()}
+              >
+                Schedules
+              </button>
+            )}
           </div>
         </div>
 

@@ -1,23 +1,34 @@
 /**
  * A dialog that submits when its accept button is pressed and stays open, showing why,
- * when a field is invalid or the server refuses the job.
+ * when a field is invalid or the server refuses the job (or schedule, or sweep).
  */
 import { Dialog } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
 
 import { ApiError, errorMessage } from '../api';
-import { IJob, ISubmitRequest } from '../types';
-import { FieldError, SubmitForm } from './SubmitForm';
+import { RunMode } from '../schedule';
+import { FieldError, Submission, SubmitForm } from './SubmitForm';
 
 const SUBMIT_INDEX = 1;
 
-export class SubmitDialog extends Dialog<IJob | null> {
+/** The accept button's label in each mode. */
+const SUBMIT_LABELS: { [mode in RunMode]: string } = {
+  now: 'Submit',
+  schedule: 'Save schedule',
+  sweep: 'Start sweep'
+};
+
+/**
+ * `T` is what `submit` answers (the created job, schedule or sweep); the dialog's value.
+ */
+export class SubmitDialog<T> extends Dialog<T | null> {
   constructor(
     form: SubmitForm,
-    submit: (request: ISubmitRequest, floats: string[]) => Promise<IJob>
+    submit: (submission: Submission, floats: string[]) => Promise<T>,
+    title?: string
   ) {
     super({
-      title: `Run as job: ${PathExt.basename(form.notebook)}`,
+      title: title ?? `Run as job: ${PathExt.basename(form.notebook)}`,
       body: form,
       buttons: [
         Dialog.cancelButton({
@@ -40,6 +51,8 @@ export class SubmitDialog extends Dialog<IJob | null> {
     this.node.dataset.testid = 'nbrunner-submit-dialog';
     this.node.setAttribute('aria-label', 'Run notebook as job');
     this._submitNode()?.setAttribute('data-testid', 'nbrunner-submit');
+    this._setSubmitLabel(form.mode);
+    form.modeChanged.connect((_, mode) => this._setSubmitLabel(mode));
     this.node
       .querySelector('.nbrunner-SubmitDialog-cancel')
       ?.setAttribute('data-testid', 'nbrunner-cancel-dialog');
@@ -70,11 +83,19 @@ export class SubmitDialog extends Dialog<IJob | null> {
     );
   }
 
+  private _setSubmitLabel(mode: RunMode): void {
+    const label = this._submitNode()?.querySelector('.jp-Dialog-buttonLabel');
+    if (label) {
+      label.textContent = SUBMIT_LABELS[mode];
+    }
+    this._submitNode()?.setAttribute('aria-label', SUBMIT_LABELS[mode]);
+  }
+
   private async _doSubmit(): Promise<void> {
     const form = this._form;
-    let request: ISubmitRequest;
+    let submission: Submission;
     try {
-      request = form.getRequest();
+      submission = form.getSubmission();
     } catch (error) {
       // The field says why, next to it: take the user there.
       this._focusInvalid(error instanceof FieldError ? error.field : null);
@@ -87,9 +108,9 @@ export class SubmitDialog extends Dialog<IJob | null> {
     }
     form.setError(null);
     form.setBusy(true);
-    let job: IJob | null = null;
+    let created: T | null = null;
     try {
-      job = await this._submit(request, form.floatParameters);
+      created = await this._submit(submission, form.floatParameters);
     } catch (error) {
       const message =
         error instanceof ApiError && error.status >= 400 && error.status < 500
@@ -103,8 +124,8 @@ export class SubmitDialog extends Dialog<IJob | null> {
         button.disabled = false;
       }
     }
-    if (job) {
-      form.job = job;
+    if (created) {
+      this._created = created;
       super.resolve(SUBMIT_INDEX);
     } else {
       button?.focus();
@@ -128,7 +149,13 @@ export class SubmitDialog extends Dialog<IJob | null> {
     });
   }
 
+  /** What the server created, once submitted (the dialog's value). */
+  get created(): T | null {
+    return this._created;
+  }
+
   private _form: SubmitForm;
-  private _submit: (request: ISubmitRequest, floats: string[]) => Promise<IJob>;
+  private _submit: (submission: Submission, floats: string[]) => Promise<T>;
+  private _created: T | null = null;
   private _busy = false;
 }

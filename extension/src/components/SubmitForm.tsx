@@ -1,6 +1,6 @@
 /**
  * The submit dialog's body as a Lumino widget: holds the values and the status, and
- * builds the POST /jobs body.
+ * builds the body of what it submits (a job, a schedule or a sweep).
  */
 import { ReactWidget, UseSignal } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
@@ -9,7 +9,19 @@ import * as React from 'react';
 
 import { DEFAULT_PRIORITY } from '../constants';
 import { inferType, valueToInput } from '../params';
-import { IJob, INotebookParameter, ISubmitRequest } from '../types';
+import {
+  defaultWhen,
+  IWhenValues,
+  RunMode,
+  validateWhen,
+  whenToTiming
+} from '../schedule';
+import {
+  INotebookParameter,
+  IScheduleRequest,
+  ISubmitRequest,
+  JSONValue
+} from '../types';
 import {
   FieldErrors,
   IFormValues,
@@ -30,6 +42,12 @@ export class FieldError extends Error {
   }
 }
 
+/** What the dialog sends: a job, a schedule (POST /schedules) or a sweep (spec path). */
+export type Submission =
+  | { mode: 'now'; request: ISubmitRequest }
+  | { mode: 'schedule'; request: IScheduleRequest }
+  | { mode: 'sweep'; request: ISubmitRequest; spec: string };
+
 let idCounter = 0;
 
 export class SubmitForm extends ReactWidget {
@@ -42,12 +60,16 @@ export class SubmitForm extends ReactWidget {
     this._uid = `nbrunner-submit-${++idCounter}`;
     const gpus = options.gpus ?? null;
     this._gpuSource = gpus?.source ?? null;
+    this._modes = options.modes ?? ['now', 'schedule', 'sweep'];
+    this._when = options.when ?? defaultWhen(this._modes[0]);
+    const values = options.values ?? {};
     const params: IParamField[] = options.parameters.map(p => {
       const type = String(p.type || inferType(p.value ?? null));
+      const value = p.name in values ? values[p.name] : (p.value ?? null);
       const field: IParamField = {
         name: p.name,
         type,
-        input: valueToInput(type, p.value ?? null),
+        input: valueToInput(type, value),
         help: p.help ?? undefined
       };
       if (gpus?.minParam === p.name) {
@@ -71,16 +93,25 @@ export class SubmitForm extends ReactWidget {
       maxGpus: String(max),
       priority: String(DEFAULT_PRIORITY),
       timeout: '',
-      kernel: ''
+      kernel: '',
+      ...(options.options ?? {})
     };
     this._errors = validate(this._values);
+    this._whenErrors = validateWhen(this._when);
   }
 
   /** Path of the notebook to submit. */
   readonly notebook: string;
 
-  /** The job the server created, once submitted. */
-  job: IJob | null = null;
+  /** Emitted when the user picks another mode (Run now / on a schedule / sweep). */
+  get modeChanged(): ISignal<this, RunMode> {
+    return this._modeChanged;
+  }
+
+  /** The chosen mode. */
+  get mode(): RunMode {
+    return this._when.mode;
+  }
 
   get statusChanged(): ISignal<this, void> {
     return this._statusChanged;
@@ -106,19 +137,51 @@ export class SubmitForm extends ReactWidget {
     return this._values;
   }
 
-  /** Invalid fields now, with why. */
+  /** Invalid fields now, with why (the job's, then the mode's). */
   get errors(): FieldErrors {
-    return this._errors;
+    return { ...this._whenErrors, ...this._errors };
+  }
+
+  /**
+   * What to send for the chosen mode; throws FieldError (the first invalid field) if any
+   * field that mode uses is invalid.
+   */
+  getSubmission(): Submission {
+    const when = this._when;
+    const whenErrors = validateWhen(when);
+    const first = Object.keys(whenErrors)[0];
+    if (first !== undefined) {
+      throw new FieldError(whenErrors[first], first);
+    }
+    if (when.mode === 'sweep') {
+      // The spec sets the parameters: only the job options count here.
+      const request = toRequest(this.notebook, { ...this._values, params: [] });
+      this._checkJobFields(['param:']);
+      delete request.parameters;
+      return { mode: 'sweep', request, spec: when.spec.trim() };
+    }
+    const request = this.getRequest();
+    if (when.mode === 'schedule') {
+      delete request.kernel;
+      return { mode: 'schedule', request: { ...request, ...whenToTiming(when) } };
+    }
+    return { mode: 'now', request };
   }
 
   /** The POST /jobs body; throws FieldError (the first invalid field) if any is invalid. */
   getRequest(): ISubmitRequest {
+    this._checkJobFields([]);
+    return toRequest(this.notebook, this._values);
+  }
+
+  private _checkJobFields(ignored: string[]): void {
     const errors = validate(this._values);
-    const first = Object.keys(errors)[0];
+    const first = Object.keys(errors).find(
+      key => !ignored.some(prefix => key.startsWith(prefix))
+    );
     if (first !== undefined) {
       throw new FieldError(errors[first], first);
     }
-    return toRequest(this.notebook, this._values);
   }
 
   /** Names of the float parameters (sent as floats even when whole). */
@@ -126,11 +189,6 @@ export class SubmitForm extends ReactWidget {
     return this._values.params
       .filter(p => p.type === 'float' && !p.mirrors)
       .map(p => p.name);
-  }
-
-  /** The dialog's value: the created job (null until submitted). */
-  getValue(): IJob | null {
-    return this.job;
   }
 
   protected onAfterAttach(msg: Message): void {
@@ -172,6 +230,19 @@ export class SubmitForm extends ReactWidget {
                 this.setError(null); // an edit answers the server's refusal
               }
             }}
+            modes={this._modes}
+            initialWhen={this._when}
+            onWhenChange={(when, errors) => {
+              const modeChanged = when.mode !== this._when.mode;
+              this._when = when;
+              this._whenErrors = errors;
+              if (this._status.error) {
+                this.setError(null);
+              }
+              if (modeChanged) {
+                this._modeChanged.emit(when.mode);
+              }
+            }}
           />
         )}
       </UseSignal>
@@ -180,6 +251,10 @@ export class SubmitForm extends ReactWidget {
 
   private _values: IFormValues;
   private _errors: FieldErrors;
+  private _modes: ReadonlyArray<RunMode>;
+  private _when: IWhenValues;
+  private _whenErrors: FieldErrors;
+  private _modeChanged = new Signal<this, RunMode>(this);
   private _note: string | null;
   private _gpuSource: string | null;
   private _uid: string;
@@ -196,5 +271,13 @@ export namespace SubmitForm {
     note?: string | null;
     /** GPU bounds the notebook states for itself. */
     gpus?: IGpuBounds | null;
+    /** Modes offered, the first one chosen unless `when` says otherwise (default all). */
+    modes?: ReadonlyArray<RunMode>;
+    /** Initial "when" values (e.g. of a schedule being edited). */
+    when?: IWhenValues;
+    /** Job option inputs that replace the defaults (e.g. a schedule's). */
+    options?: Partial<Omit<IFormValues, 'params'>>;
+    /** Parameter values that replace the notebook's defaults (e.g. a schedule's). */
+    values?: { [name: string]: JSONValue };
   }
 }

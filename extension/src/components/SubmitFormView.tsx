@@ -5,9 +5,11 @@
 import * as React from 'react';
 
 import { MAX_PRIORITY, MIN_PRIORITY } from '../constants';
+import { IWhenValues, RunMode, validateWhen } from '../schedule';
 import { FieldErrors, IFormValues, validate } from '../validation';
 import { FormField, invalidProps } from './FormField';
 import { ParameterInput, typeHint } from './ParameterInput';
+import { ModeSwitch, WhenFields } from './WhenFields';
 
 export interface IFormStatus {
   /** The server's answer to a refused submission (not a field's error). */
@@ -24,6 +26,10 @@ export interface ISubmitFormViewProps {
   initial: IFormValues;
   status: IFormStatus;
   onChange: (values: IFormValues, errors: FieldErrors) => void;
+  /** Modes the dialog offers (Run now, on a schedule, sweep); one hides the switch. */
+  modes: ReadonlyArray<RunMode>;
+  initialWhen: IWhenValues;
+  onWhenChange: (when: IWhenValues, errors: FieldErrors) => void;
 }
 
 type JobFieldKey = 'name' | 'minGpus' | 'maxGpus' | 'priority' | 'timeout' | 'kernel';
@@ -41,6 +47,13 @@ export function SubmitFormView(props: ISubmitFormViewProps): React.ReactElement 
     const params = values.params.slice();
     params[index] = { ...params[index], input };
     update({ params });
+  };
+  const [when, setWhen] = React.useState<IWhenValues>(props.initialWhen);
+  const whenErrors = React.useMemo(() => validateWhen(when), [when]);
+  const updateWhen = (patch: Partial<IWhenValues>) => {
+    const next = { ...when, ...patch };
+    setWhen(next);
+    props.onWhenChange(next, validateWhen(next));
   };
   const error = (field: string) => errors[field] ?? null;
 
@@ -80,10 +93,19 @@ export function SubmitFormView(props: ISubmitFormViewProps): React.ReactElement 
       <div className="nbrunner-SubmitForm-notebook">
         Notebook: <code data-testid="nbrunner-submit-notebook">{props.notebook}</code>
       </div>
+      <ModeSwitch
+        modes={props.modes}
+        mode={when.mode}
+        onChange={mode => updateWhen({ mode })}
+      />
+      <fieldset className="nbrunner-SubmitForm-when" disabled={status.busy}>
+        <WhenFields uid={uid} values={when} errors={whenErrors} onChange={updateWhen} />
+      </fieldset>
       <fieldset
         className="nbrunner-SubmitForm-section"
         data-testid="nbrunner-params"
         disabled={status.busy}
+        hidden={when.mode === 'sweep'}
       >
         <legend>Parameters</legend>
         {props.note && (
@@ -153,9 +175,10 @@ export function SubmitFormView(props: ISubmitFormViewProps): React.ReactElement 
             inputMode: 'decimal',
             placeholder: 'none'
           })}
-          {jobField('kernel', 'Kernel', 'nbrunner-kernel', 'optional', {
-            placeholder: "the notebook's kernel"
-          })}
+          {when.mode !== 'schedule' &&
+            jobField('kernel', 'Kernel', 'nbrunner-kernel', 'optional', {
+              placeholder: "the notebook's kernel"
+            })}
         </div>
       </fieldset>
 
@@ -170,7 +193,11 @@ export function SubmitFormView(props: ISubmitFormViewProps): React.ReactElement 
       </div>
       {status.busy && (
         <div className="nbrunner-SubmitForm-busy" data-testid="nbrunner-submit-busy">
-          Submitting…
+          {when.mode === 'schedule'
+            ? 'Saving the schedule…'
+            : when.mode === 'sweep'
+              ? 'Starting the sweep…'
+              : 'Submitting…'}
         </div>
       )}
     </form>

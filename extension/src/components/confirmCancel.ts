@@ -3,8 +3,12 @@ import { Dialog } from '@jupyterlab/apputils';
 
 import { IJob } from '../types';
 
+/** Jobs the user chose to cancel in this browser (no "was cancelled" notification). */
+export const cancelledHere = new Set<string>();
+
 export async function confirmCancel(job: IJob): Promise<boolean> {
   if (job.status !== 'running') {
+    cancelledHere.add(job.id);
     return true; // a queued job has done nothing yet
   }
   const dialog = new Dialog({
@@ -32,5 +36,8 @@ export async function confirmCancel(job: IJob): Promise<boolean> {
     .querySelector('.nbrunner-CancelConfirm-keep')
     ?.setAttribute('data-testid', 'nbrunner-cancel-confirm-keep');
   const result = await dialog.launch();
+  if (result.button.accept) {
+    cancelledHere.add(job.id);
+  }
   return result.button.accept;
 }

@@ -1,0 +1,543 @@
+/**
+ * A job's page (a main-area tab): parameters, status history, attempt and worker, GPUs
+ * over time, a chart per metric, the error with its cause, and the job's actions.
+ * Refreshed by a Poller while the job has not ended.
+ */
+import { ReactWidget } from '@jupyterlab/ui-components';
+import { Message } from '@lumino/messaging';
+import * as React from 'react';
+
+import {
+  ApiError,
+  downloadUrl,
+  errorMessage,
+  getJob,
+  getMetrics,
+  getTimeline
+} from '../api';
+import { CANCELLABLE_STATUSES, JOBS_POLL_MS } from '../constants';
+import { formatDuration, jobElapsed, parseTime, PALETTE } from '../format';
+import { Poller } from '../poller';
+import {
+  DownloadFormat,
+  IJob,
+  IMetricsRow,
+  isFinished,
+  ITimelinePoint,
+  JSONValue
+} from '../types';
+import { LineChart } from './LineChart';
+import { StatusBadge } from './StatusBadge';
+
+export namespace JobPage {
+  export interface IActions {
+    openOutput: (job: IJob) => void;
+    openLog: (job: IJob) => void;
+    rerun: (job: IJob) => void;
+    /** Ask, cancel; resolves once done (or declined). */
+    cancel: (job: IJob) => Promise<void>;
+    /** Ask, delete; resolves true once the job is gone. */
+    remove: (job: IJob) => Promise<boolean>;
+  }
+
+  export interface IOptions {
+    id: string;
+    /** The job's name, for the title until the record arrives. */
+    name?: string;
+    actions: IActions;
+    interval?: number;
+  }
+}
+
+/** Keys of a metrics row that are not metrics (the x axis, bookkeeping). */
+const NOT_METRICS = ['time', 'progress', 'step', 'steps', 'epoch', 'iteration'];
+const X_KEYS = ['step', 'epoch', 'iteration'];
+
+export interface IMetricSeries {
+  name: string;
+  x: string;
+  points: Array<[number, number]>;
+}
+
+/** One series per numeric metric: against its row's step/epoch if any, else its count. */
+export function metricSeries(rows: IMetricsRow[]): IMetricSeries[] {
+  const series = new Map<string, IMetricSeries>();
+  for (const row of rows) {
+    if (!row || typeof row !== 'object') {
+      continue;
+    }
+    const xKey = X_KEYS.find(k => typeof row[k] === 'number');
+    for (const [name, value] of Object.entries(row)) {
+      if (NOT_METRICS.includes(name) || typeof value !== 'number') {
+        continue;
+      }
+      let s = series.get(name);
+      if (!s) {
+        s = { name, x: xKey ?? 'record', points: [] };
+        series.set(name, s);
+      }
+      const x = xKey ? (row[xKey] as number) : s.points.length + 1;
+      s.points.push([x, value]);
+    }
+  }
+  return Array.from(series.values());
+}
+
+function formatTime(value: string | null | undefined): string {
+  const ms = parseTime(value);
+  return ms === null ? '–' : new Date(ms).toLocaleString();
+}
+
+function formatValue(value: JSONValue): string {
+  return typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value);
+}
+
+export class JobPage extends ReactWidget {
+  constructor(options: JobPage.IOptions) {
+    super();
+    this.jobId = options.id;
+    this._actions = options.actions;
+    this._name = options.name || options.id;
+    this._poller = new Poller({
+      interval: options.interval ?? JOBS_POLL_MS,
+      active: () => this.isVisible,
+      tick: () => this.refresh()
+    });
+    this.id = `nbrunner-job-page-${options.id}`;
+    this.addClass('nbrunner-JobPage');
+    this.node.dataset.testid = 'nbrunner-job-page';
+    this.node.dataset.jobId = options.id;
+    this._setTitle();
+  }
+
+  readonly jobId: string;
+
+  get job(): IJob | null {
+    return this._job;
+  }
+
+  get jobName(): string {
+    return this._name;
+  }
+
+  /** Fetch the record, metrics and GPU series now. */
+  async refresh(): Promise<void> {
+    if (this._busy || this.isDisposed) {
+      return;
+    }
+    this._busy = true;
+    try {
+      const [job, metrics, timeline] = await Promise.allSettled([
+        getJob(this.jobId),
+        getMetrics(this.jobId),
+        getTimeline()
+      ]);
+      if (job.status === 'fulfilled') {
+        this._job = job.value;
+        this._name = job.value.name || this._name;
+        this._error = null;
+        this._gone = false;
+      } else {
+        this._error = errorMessage(job.reason);
+        this._gone = job.reason instanceof ApiError && job.reason.status === 404;
+      }
+      if (metrics.status === 'fulfilled') {
+        this._metrics = Array.isArray(metrics.value?.metrics)
+          ? metrics.value.metrics
+          : [];
+        this._metricsError = null;
+      } else {
+        this._metricsError = errorMessage(metrics.reason);
+      }
+      if (timeline.status === 'fulfilled') {
+        const mine = (timeline.value?.jobs ?? []).find(j => j.id === this.jobId);
+        this._gpus = mine?.points ?? [];
+      }
+      // Once ended, a few more polls (the GPU release lands just after the status).
+      if (this._gone || (this._job && isFinished(this._job.status))) {
+        if (++this._endedPolls >= 3) {
+          this._poller.stop();
+        }
+      } else {
+        this._endedPolls = 0;
+        if (this.isVisible) {
+          this._poller.start();
+        }
+      }
+    } finally {
+      this._busy = false;
+    }
+    if (!this.isDisposed) {
+      this._setTitle();
+      this.update();
+    }
+  }
+
+  dispose(): void {
+    this._poller.dispose();
+    super.dispose();
+  }
+
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    this._poller.start();
+    void this.refresh();
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    this._poller.start();
+    void this.refresh();
+  }
+
+  protected onBeforeHide(msg: Message): void {
+    super.onBeforeHide(msg);
+    this._poller.stop();
+  }
+
+  protected onBeforeDetach(msg: Message): void {
+    this._poller.stop();
+    super.onBeforeDetach(msg);
+  }
+
+  private _setTitle(): void {
+    this.title.label = this._name;
+    this.title.caption = `nbrunner job ${this._name} (${this.jobId})`;
+  }
+
+  private async _run(what: string, action: () => Promise<unknown>): Promise<void> {
+    if (this._acting) {
+      return;
+    }
+    this._acting = what;
+    this.update();
+    try {
+      await action();
+    } finally {
+      this._acting = null;
+      if (!this.isDisposed) {
+        void this.refresh();
+      }
+    }
+  }
+
+  protected render(): React.ReactElement {
+    const job = this._job;
+    if (!job) {
+      return (
+        <div className="nbrunner-JobPage-content">
+          <h2 className="nbrunner-JobPage-title">{this._name}</h2>
+          <p
+            className={this._error ? 'nbrunner-Banner nbrunner-Banner-error' : 'nbrunner-Empty'}
+            data-testid={this._error ? 'nbrunner-jobpage-load-error' : undefined}
+            role={this._error ? 'alert' : undefined}
+          >
+            {this._error ?? 'Loading…'}
+          </p>
+        </div>
+      );
+    }
+    return (
+      <div className="nbrunner-JobPage-content">
+        {this._renderHeader(job)}
+        {this._gone && (
+          <p className="nbrunner-Banner nbrunner-Banner-warn" role="alert">
+            This job no longer exists (deleted).
+          </p>
+        )}
+        {this._renderActions(job)}
+        {job.error && job.error !== job.status && (
+          <section
+            className="nbrunner-JobPage-error"
+            data-testid="nbrunner-jobpage-error"
+            role="alert"
+          >
+            <h3>Error</h3>
+            <pre>{job.error}</pre>
+          </section>
+        )}
+        <div className="nbrunner-JobPage-grid">
+          {this._renderDetails(job)}
+          {this._renderParameters(job)}
+          {this._renderHistory(job)}
+        </div>
+        {this._renderCharts(job)}
+      </div>
+    );
+  }
+
+  private _renderHeader(job: IJob): React.ReactElement {
+    return (
+      <header className="nbrunner-JobPage-header">
+        <h2 className="nbrunner-JobPage-title" data-testid="nbrunner-jobpage-name">
+          {job.name}
+        </h2>
+        <StatusBadge status={job.status} />
+        <code className="nbrunner-JobRow-id" data-testid="nbrunner-jobpage-id">
+          {job.id}
+        </code>
+        <span className="nbrunner-JobPage-notebook" title="Notebook">
+          {job.notebook}
+        </span>
+      </header>
+    );
+  }
+
+  private _renderActions(job: IJob): React.ReactElement {
+    const ended = isFinished(job.status);
+    const busy = this._acting !== null || this._gone;
+    const hasOutput = !!job.output && job.status !== 'queued';
+    // A job cancelled before it ran has no executed notebook (its HTML shows the input).
+    const available = (format: DownloadFormat) =>
+      ended && !this._gone && (format !== 'ipynb' || !!job.started_at);
+    const download = (format: DownloadFormat, label: string) =>
+      available(format) ? (
+        <a
+          key={format}
+          className="nbrunner-Button"
+          href={downloadUrl(job.id, format)}
+          download
+          data-testid={`nbrunner-jobpage-download-${format}`}
+          title={`Download the ${label}`}
+        >
+          {format === 'zip' ? 'zip' : format === 'html' ? 'HTML' : 'ipynb'}
+        </a>
+      ) : (
+        <button
+          key={format}
+          type="button"
+          className="nbrunner-Button"
+          disabled
+          data-testid={`nbrunner-jobpage-download-${format}`}
+          title={ended ? 'The job never ran: no executed notebook' : 'Available once the job has ended'}
+        >
+          {format === 'zip' ? 'zip' : format === 'html' ? 'HTML' : 'ipynb'}
+        </button>
+      );
+    return (
+      <div className="nbrunner-JobPage-actions" role="toolbar" aria-label="Job actions">
+        <button
+          type="button"
+          className="nbrunner-Button"
+          data-testid="nbrunner-jobpage-open-output"
+          disabled={!hasOutput || this._gone}
+          title={hasOutput ? 'Open the executed notebook, read-only' : 'No output yet'}
+          onClick={() => this._actions.openOutput(job)}
+        >
+          Open output
+        </button>
+        <button
+          type="button"
+          className="nbrunner-Button"
+          data-testid="nbrunner-jobpage-log"
+          onClick={() => this._actions.openLog(job)}
+        >
+          Log
+        </button>
+        <span className="nbrunner-JobPage-downloads" aria-label="Download">
+          <span className="nbrunner-JobPage-label">Download</span>
+          {download('ipynb', 'executed notebook')}
+          {download('html', 'executed notebook as HTML')}
+          {download('zip', 'job directory as a zip')}
+        </span>
+        <button
+          type="button"
+          className="nbrunner-Button"
+          data-testid="nbrunner-jobpage-rerun"
+          disabled={busy}
+          title="Run again from the same notebook snapshot, with the same or edited parameters"
+          onClick={() => this._actions.rerun(job)}
+        >
+          Re-run…
+        </button>
+        {CANCELLABLE_STATUSES.includes(job.status) && (
+          <button
+            type="button"
+            className="nbrunner-Button nbrunner-Button-warn"
+            data-testid="nbrunner-jobpage-cancel"
+            disabled={busy}
+            onClick={() => void this._run('cancel', () => this._actions.cancel(job))}
+          >
+            Cancel
+          </button>
+        )}
+        {ended && (
+          <button
+            type="button"
+            className="nbrunner-Button nbrunner-Button-warn"
+            data-testid="nbrunner-jobpage-delete"
+            disabled={busy}
+            title="Delete the job's record and directory"
+            onClick={() => void this._run('delete', () => this._actions.remove(job))}
+          >
+            Delete…
+          </button>
+        )}
+      </div>
+    );
+  }
+
+  private _renderDetails(job: IJob): React.ReactElement {
+    const elapsed = jobElapsed(job);
+    const rows: Array<[string, React.ReactNode, string]> = [
+      ['Status', job.status, 'status'],
+      ['Attempt', job.attempt ?? '–', 'attempt'],
+      ['Worker', job.worker || '–', 'worker'],
+      ['GPUs', `${job.gpus ?? 0} now (min ${job.min_gpus}, max ${job.max_gpus})`, 'gpus'],
+      ['Priority', job.priority, 'priority'],
+      ['Owner', job.owner || '–', 'owner'],
+      ['Created', formatTime(job.created_at), 'created'],
+      ['Started', formatTime(job.started_at), 'started'],
+      ['Finished', formatTime(job.finished_at), 'finished'],
+      [elapsed.title, elapsed.text, 'elapsed']
+    ];
+    if (job.host) {
+      rows.splice(3, 0, ['Host', job.host, 'host']);
+    }
+    if (job.sweep) {
+      rows.push(['Sweep', job.sweep, 'sweep']);
+    }
+    if (job.schedule) {
+      rows.push(['Schedule', job.schedule, 'schedule']);
+    }
+    return (
+      <section className="nbrunner-JobPage-section" data-testid="nbrunner-jobpage-details">
+        <h3>Job</h3>
+        <table className="nbrunner-JobPage-table">
+          <tbody>
+            {rows.map(([label, value, key]) => (
+              <tr key={key} data-field={key}>
+                <th scope="row">{label}</th>
+                <td>{value}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </section>
+    );
+  }
+
+  private _renderParameters(job: IJob): React.ReactElement {
+    const params = Object.entries(job.parameters ?? {});
+    return (
+      <section className="nbrunner-JobPage-section" data-testid="nbrunner-jobpage-parameters">
+        <h3>Parameters</h3>
+        {params.length === 0 ? (
+          <p className="nbrunner-Empty">The notebook's defaults.</p>
+        ) : (
+          <table className="nbrunner-JobPage-table">
+            <tbody>
+              {params.map(([name, value]) => (
+                <tr key={name} data-param={name}>
+                  <th scope="row">{name}</th>
+                  <td>
+                    <code>{formatValue(value)}</code>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+    );
+  }
+
+  private _renderHistory(job: IJob): React.ReactElement {
+    const history = Array.isArray(job.history) ? job.history : [];
+    const first = parseTime(history[0]?.at);
+    return (
+      <section className="nbrunner-JobPage-section" data-testid="nbrunner-jobpage-history">
+        <h3>Status history</h3>
+        {history.length === 0 ? (
+          <p className="nbrunner-Empty">No status change recorded.</p>
+        ) : (
+          <ol className="nbrunner-JobPage-history">
+            {history.map((h, i) => {
+              const at = parseTime(h.at);
+              return (
+                <li key={i} data-status={h.status}>
+                  <StatusBadge status={h.status} />{' '}
+                  <time dateTime={h.at}>{formatTime(h.at)}</time>
+                  {i > 0 && at !== null && first !== null && (
+                    <span className="nbrunner-JobPage-since">
+                      {' '}
+                      (+{formatDuration(at - first)})
+                    </span>
+                  )}
+                </li>
+              );
+            })}
+          </ol>
+        )}
+      </section>
+    );
+  }
+
+  private _renderCharts(job: IJob): React.ReactElement {
+    const series = metricSeries(this._metrics);
+    const t0 = parseTime(this._gpus[0]?.t);
+    const gpuPoints: Array<[number, number]> = [];
+    for (const p of this._gpus) {
+      const t = parseTime(p.t);
+      if (t !== null && t0 !== null) {
+        gpuPoints.push([(t - t0) / 1000, p.gpus]);
+      }
+    }
+    const running = !isFinished(job.status);
+    const xEnd =
+      running && t0 !== null && gpuPoints.length
+        ? Math.max((Date.now() - t0) / 1000, gpuPoints[gpuPoints.length - 1][0])
+        : undefined;
+    return (
+      <section className="nbrunner-JobPage-section" data-testid="nbrunner-jobpage-charts">
+        <h3>Over time</h3>
+        <div className="nbrunner-JobPage-charts">
+          {gpuPoints.length > 0 ? (
+            <LineChart
+              title="GPUs held"
+              points={gpuPoints}
+              color="#1976d2"
+              step
+              xEnd={xEnd}
+              xLabel="time since queued"
+              formatX={x => formatDuration(x * 1000)}
+              testid="nbrunner-jobpage-gpu-chart"
+            />
+          ) : (
+            <p className="nbrunner-Empty">No GPU allocation recorded.</p>
+          )}
+          {series.map((s, i) => (
+            <LineChart
+              key={s.name}
+              title={s.name}
+              points={s.points}
+              color={PALETTE[(i + 1) % PALETTE.length]}
+              xLabel={s.x}
+              testid="nbrunner-jobpage-metric-chart"
+            />
+          ))}
+        </div>
+        {series.length === 0 && (
+          <p className="nbrunner-Empty" data-testid="nbrunner-jobpage-no-metrics">
+            {this._metricsError
+              ? `Metrics unavailable: ${this._metricsError}`
+              : 'No metrics recorded (call nbrunner.record("loss", value) in the notebook).'}
+          </p>
+        )}
+      </section>
+    );
+  }
+
+  private _actions: JobPage.IActions;
+  private _poller: Poller;
+  private _name: string;
+  private _job: IJob | null = null;
+  private _metrics: IMetricsRow[] = [];
+  private _metricsError: string | null = null;
+  private _gpus: ITimelinePoint[] = [];
+  private _error: string | null = null;
+  private _gone = false;
+  private _busy = false;
+  private _acting: string | null = null;
+  private _endedPolls = 0;
+}

@@ -1,0 +1,354 @@
+/**
+ * The Schedules view (main area): every schedule with its timing, next and last run,
+ * pause/resume, edit and delete; below, the runs of the selected schedule, newest first,
+ * live.  Refreshed by a Poller while visible.
+ */
+import { Notification } from '@jupyterlab/apputils';
+import { LabIcon, ReactWidget } from '@jupyterlab/ui-components';
+import { Message } from '@lumino/messaging';
+import * as React from 'react';
+
+import {
+  ApiError,
+  cancelJob,
+  deleteSchedule,
+  errorMessage,
+  listScheduleRuns,
+  listSchedules,
+  setPriority,
+  updateSchedule
+} from '../api';
+import { JOBS_POLL_MS } from '../constants';
+import { parseTime } from '../format';
+import { IJob, ISchedule } from '../types';
+import { confirmCancel } from './confirmCancel';
+import { confirmDeleteSchedule } from './confirmDeleteSchedule';
+import { IRowHandlers, JobRow } from './JobRow';
+import { IScheduleHandlers, ScheduleRow } from './ScheduleRow';
+import { Poller } from '../poller';
+
+/** A clock face: schedules. */
+const SCHEDULE_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
+  <path class="jp-icon3" fill="#616161" d="M12 2a10 10 0 1 1 0 20 10 10 0 0 1 0-20zm0 2a8 8 0 1 0 0 16 8 8 0 0 0 0-16zm-1 3h2v4.6l3.4 2-1 1.7L11 12.7z"/>
+</svg>`;
+
+export const scheduleIcon = new LabIcon({
+  name: 'nbrunner:schedule',
+  svgstr: SCHEDULE_SVG
+});
+
+export namespace SchedulesView {
+  export interface IOptions {
+    openLog: (job: IJob) => void;
+    openOutput: (job: IJob) => void;
+    openJob: (job: IJob) => void;
+    /** Edit a schedule in the Run-as-job dialog; the updated one, or null. */
+    edit: (schedule: ISchedule) => Promise<ISchedule | null>;
+    interval?: number;
+  }
+}
+
+export class SchedulesView extends ReactWidget {
+  constructor(options: SchedulesView.IOptions) {
+    super();
+    this._options = options;
+    this._poller = new Poller({
+      interval: options.interval ?? JOBS_POLL_MS,
+      active: () => this.isVisible,
+      tick: () => this.refresh()
+    });
+    this.addClass('nbrunner-SchedulesView');
+    this.node.dataset.testid = 'nbrunner-schedules-view';
+    this.node.setAttribute('role', 'region');
+    this.node.setAttribute('aria-label', 'nbrunner schedules');
+    this.title.label = 'Schedules';
+    this.title.caption = 'nbrunner schedules and their runs';
+    this.title.icon = scheduleIcon;
+  }
+
+  /** Show the runs of this schedule (e.g. one just created). */
+  select(id: string): void {
+    this._selected = id;
+    this._runs = null;
+    this.update();
+    void this.refresh();
+  }
+
+  async refresh(): Promise<void> {
+    if (this._inFlight) {
+      this._again = true;
+      return this._inFlight;
+    }
+    this._inFlight = this._fetch();
+    try {
+      await this._inFlight;
+    } finally {
+      this._inFlight = null;
+    }
+    if (this._again) {
+      this._again = false;
+      await this.refresh();
+    }
+  }
+
+  dispose(): void {
+    this._poller.dispose();
+    super.dispose();
+  }
+
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    this._poller.start();
+    void this.refresh();
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    this._poller.start();
+    void this.refresh();
+  }
+
+  protected onBeforeDetach(msg: Message): void {
+    this._poller.stop();
+    super.onBeforeDetach(msg);
+  }
+
+  private async _fetch(): Promise<void> {
+    const selected = this._selected;
+    const [schedules, runs] = await Promise.allSettled([
+      listSchedules(),
+      selected ? listScheduleRuns(selected) : Promise.resolve(null)
+    ]);
+    if (schedules.status === 'fulfilled') {
+      this._schedules = Array.isArray(schedules.value?.schedules)
+        ? schedules.value.schedules
+        : [];
+      this._error = null;
+    } else {
+      this._error = errorMessage(schedules.reason);
+      if (schedules.reason instanceof ApiError && schedules.reason.unavailable) {
+        this._schedules = null;
+      }
+    }
+    if (selected === this._selected) {
+      if (runs.status === 'fulfilled') {
+        this._runs = runs.value
+          ? runs.value.jobs
+              .slice()
+              .sort(
+                (a, b) =>
+                  (parseTime(b.created_at) ?? 0) - (parseTime(a.created_at) ?? 0) ||
+                  (a.id < b.id ? 1 : -1)
+              )
+          : null;
+        this._runsError = null;
+      } else {
+        this._runsError = errorMessage(runs.reason);
+      }
+    }
+    this.update();
+  }
+
+  private async _act(schedule: ISchedule, what: string, action: () => Promise<void>) {
+    if (this._pending.has(schedule.id)) {
+      return;
+    }
+    this._pending.add(schedule.id);
+    this.update();
+    try {
+      await action();
+    } catch (error) {
+      Notification.error(
+        `Could not ${what} schedule ${schedule.name}: ${errorMessage(error)}`,
+        { autoClose: 8000 }
+      );
+    } finally {
+      this._pending.delete(schedule.id);
+      await this.refresh();
+    }
+  }
+
+  private _replace(updated: ISchedule): void {
+    if (this._schedules && updated && updated.id) {
+      this._schedules = this._schedules.map(s => (s.id === updated.id ? updated : s));
+    }
+  }
+
+  private _scheduleHandlers(): IScheduleHandlers {
+    return {
+      onSelect: s => this.select(s.id),
+      onPause: (s, paused) =>
+        void this._act(s, paused ? 'pause' : 'resume', async () =>
+          this._replace(await updateSchedule(s.id, { paused }))
+        ),
+      onEdit: s =>
+        void this._act(s, 'edit', async () => {
+          const updated = await this._options.edit(s);
+          if (updated) {
+            this._replace(updated);
+          }
+        }),
+      onDelete: s =>
+        void this._act(s, 'delete', async () => {
+          if (!(await confirmDeleteSchedule(s))) {
+            return;
+          }
+          await deleteSchedule(s.id);
+          this._schedules = (this._schedules ?? []).filter(x => x.id !== s.id);
+          if (this._selected === s.id) {
+            this._selected = null;
+            this._runs = null;
+          }
+        })
+    };
+  }
+
+  private _runHandlers(): IRowHandlers {
+    return {
+      onCancel: job =>
+        void (async () => {
+          try {
+            if (await confirmCancel(job)) {
+              await cancelJob(job.id);
+            }
+          } catch (error) {
+            Notification.error(`Could not cancel job ${job.id}: ${errorMessage(error)}`, {
+              autoClose: 8000
+            });
+          }
+          await this.refresh();
+        })(),
+      onLog: job => this._options.openLog(job),
+      onOpen: job => this._options.openOutput(job),
+      onDetails: job => this._options.openJob(job),
+      onPriority: async (job, priority) => {
+        try {
+          await setPriority(job.id, priority);
+          void this.refresh();
+          return true;
+        } catch (error) {
+          Notification.error(
+            `Could not change the priority of job ${job.id}: ${errorMessage(error)}`,
+            { autoClose: 8000 }
+          );
+          return false;
+        }
+      }
+    };
+  }
+
+  protected render(): React.ReactElement {
+    const now = Date.now();
+    const schedules = this._schedules;
+    const selected = schedules?.find(s => s.id === this._selected) ?? null;
+    const handlers = this._scheduleHandlers();
+    return (
+      <div className="nbrunner-SchedulesView-content">
+        <div className="nbrunner-JobsPanel-header">
+          <h2 className="nbrunner-JobsPanel-title">nbrunner schedules</h2>
+          <div className="nbrunner-JobsPanel-tools">
+            <button
+              type="button"
+              className="nbrunner-Button"
+              data-testid="nbrunner-schedules-refresh"
+              aria-label="Refresh schedules"
+              onClick={() => void this.refresh()}
+            >
+              Refresh
+            </button>
+          </div>
+        </div>
+        {this._error && (
+          <div className="nbrunner-Banner nbrunner-Banner-error" role="alert">
+            {this._error}
+          </div>
+        )}
+        {schedules === null ? (
+          <p className="nbrunner-Empty">Loading schedules…</p>
+        ) : schedules.length === 0 ? (
+          <p className="nbrunner-Empty" data-testid="nbrunner-schedules-empty">
+            No schedules yet. Open a notebook, click <b>Run as job</b> and choose{' '}
+            <b>Run on a schedule</b>.
+          </p>
+        ) : (
+          <table className="nbrunner-ScheduleTable" data-testid="nbrunner-schedules">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Notebook</th>
+                <th scope="col">When</th>
+                <th scope="col">Time zone</th>
+                <th scope="col">Next run</th>
+                <th scope="col">Last run</th>
+                <th scope="col">State</th>
+                <th scope="col">
+                  <span className="nbrunner-sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {schedules.map(s => (
+                <ScheduleRow
+                  key={s.id}
+                  schedule={s}
+                  now={now}
+                  selected={s.id === this._selected}
+                  busy={this._pending.has(s.id)}
+                  handlers={handlers}
+                />
+              ))}
+            </tbody>
+          </table>
+        )}
+        {selected && (
+          <section
+            className="nbrunner-ScheduleRuns"
+            data-testid="nbrunner-schedule-runs"
+            data-schedule-id={selected.id}
+            aria-label={`Runs of schedule ${selected.name}`}
+          >
+            <h3 className="nbrunner-ScheduleRuns-title">
+              Runs of <b>{selected.name}</b>{' '}
+              <span className="nbrunner-Muted" data-testid="nbrunner-schedule-run-count">
+                {this._runs ? `${this._runs.length} run${this._runs.length === 1 ? '' : 's'}` : ''}
+              </span>
+            </h3>
+            {this._runsError && (
+              <div className="nbrunner-Banner nbrunner-Banner-warn" role="alert">
+                {this._runsError}
+              </div>
+            )}
+            {this._runs && this._runs.length === 0 && (
+              <p className="nbrunner-Empty" data-testid="nbrunner-schedule-runs-empty">
+                No runs yet{selected.paused ? ' (paused)' : ''}.
+              </p>
+            )}
+            <ul className="nbrunner-JobList" aria-label={`Runs of ${selected.name}`}>
+              {(this._runs ?? []).map(job => (
+                <JobRow
+                  key={job.id}
+                  job={job}
+                  now={now}
+                  busy={false}
+                  highlighted={false}
+                  handlers={this._runHandlers()}
+                />
+              ))}
+            </ul>
+          </section>
+        )}
+      </div>
+    );
+  }
+
+  private _options: SchedulesView.IOptions;
+  private _poller: Poller;
+  private _schedules: ISchedule[] | null = null;
+  private _error: string | null = null;
+  private _selected: string | null = null;
+  private _runs: IJob[] | null = null;
+  private _runsError: string | null = null;
+  private _pending = new Set<string>();
+  private _inFlight: Promise<void> | null = null;
+  private _again = false;
+}
