@@ -417,6 +417,10 @@ class ScheduleHandler(BaseHandler):
 
         self.schedule(schedule_id)
         delete_schedule(self.cluster.store, schedule_id)
+        self.set_status(204)
+        self.finish()
+
+
 # ---- models: the registry and model servers ---------------------------------------------------
 
 
