@@ -69,8 +69,12 @@ class Cluster:
     def job(self, job_id: str) -> Job:
         return Job(self, self.store.get(job_id))
 
-    def jobs(self, status: str | None = None) -> list[Job]:
-        return [Job(self, r) for r in self.store.all(status)]
+    def jobs(self, status: str | None = None, limit: int | None = None) -> list[Job]:
+        """The jobs (in ``status``), oldest first; with ``limit``, only the newest ``limit`` of them."""
+        if limit is None:
+            return [Job(self, r) for r in self.store.all(status)]
+        records, _ = self.store.page(status, limit)
+        return [Job(self, r) for r in reversed(records)]
 
     def monitor(self, status: str | None = None, *, owner: str | None = None, sweep: Any = None,
                 mine: bool = False, interval: float = 1.0):

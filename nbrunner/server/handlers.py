@@ -15,12 +15,12 @@ from ..client.cluster import Cluster, connect
 from ..client.job import read_log
 from ..core.errors import InvalidRequest, NbrunnerError, NotFound
 from ..core.limits import MAX_INT64, bad_input, loads_json
-from ..core.models import JobRecord
+from ..core.models import STATUSES, JobRecord
 
 API = r"/nbrunner/api"
 ID = r"(?P<job_id>[a-z0-9]{1,32})"
 MAX_BODY = 1024 * 1024
-STATUSES = ("queued", "running", "completed", "failed", "cancelled")
+DEFAULT_LIMIT, MAX_LIMIT = 1000, 10000  # jobs per page of GET /jobs
 
 
 class BaseHandler(APIHandler):
@@ -106,8 +106,14 @@ class JobsHandler(BaseHandler):
         status = self.get_query_argument("status", None)
         if status is not None and status not in STATUSES:
             raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
-        records = [r for r in self.cluster.store.all(status) if self.visible(r)]
-        self.reply({"jobs": [r.to_dict() for r in records]})
+        raw = self.get_query_argument("limit", str(DEFAULT_LIMIT))
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 6 and 1 <= int(raw) <= MAX_LIMIT):
+            raise InvalidRequest(f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw[:20]!r}")
+        cursor = self.get_query_argument("cursor", None)
+        owner = None if self.is_admin() else self.user()
+        records, after = self.cluster.store.page(status, int(raw), cursor,
+                                                 where=None if owner is None else lambda r: r.owner == owner)
+        self.reply({"jobs": [r.to_dict() for r in records], "next": after})
 
     @web.authenticated
     def post(self) -> None:
