@@ -185,8 +185,7 @@ class ClusterHandler(BaseHandler):
 class TimelineHandler(BaseHandler):
     @web.authenticated
     def get(self) -> None:
-        visible = {r.id for r in self.cluster.store.all() if self.visible(r)}
-        self.reply({"jobs": [j for j in self.cluster.timeline() if j["id"] in visible]})
+        self.reply({"jobs": self.cluster.timeline(where=None if self.is_admin() else self.visible)})
 
 
 def _parameter(p: dict) -> dict:
