@@ -28,6 +28,29 @@ from .keys import ACTIVE, EVENTS, EVENTS_MAXLEN, FINISHED_AT, INDEXED, JOBS, job
 INDEX_VERSION = "1"
 PAGE_SCAN_MAX = 20000  # records one filtered page may read before it returns what it found
 
+# Up to ARGV[1] members of the sorted set KEYS[1], newest first, with their scores and records
+# (ARGV[3] .. id), as a flat list.  With a cursor score ARGV[2], the members of that very score
+# come first, all of them (the caller keeps those whose id sorts below the cursor's), then the
+# older ones.
+_PAGE = """
+local n = tonumber(ARGV[1])
+local items
+if ARGV[2] == '' then
+  items = redis.call('zrevrange', KEYS[1], 0, n - 1, 'WITHSCORES')
+else
+  items = redis.call('zrevrangebyscore', KEYS[1], ARGV[2], ARGV[2], 'WITHSCORES')
+  local rest = redis.call('zrevrangebyscore', KEYS[1], '(' .. ARGV[2], '-inf', 'WITHSCORES', 'LIMIT', 0, n)
+  for i = 1, #rest do items[#items + 1] = rest[i] end
+end
+local out = {}
+for i = 1, #items, 2 do
+  out[#out + 1] = items[i]
+  out[#out + 1] = items[i + 1]
+  out[#out + 1] = redis.call('get', ARGV[3] .. items[i])
+end
+return out
+"""
+
 
 def encode_cursor(score: float, job_id: str) -> str:
     """An opaque position in a listing: just after the job ``job_id`` created at ``score``."""
@@ -66,6 +89,7 @@ class JobStore:
     def __init__(self, client: redis.Redis, url: str):
         self.r = client
         self.url = url
+        self._page_script = client.register_script(_PAGE)
 
     @classmethod
     def from_url(cls, url: str) -> "JobStore":
@@ -156,7 +180,7 @@ class JobStore:
             batch = self._after(key, pos, size)
             if not batch:
                 break
-            for (job_id, score), raw in zip(batch, self.r.mget([job_key(i) for i, _ in batch])):
+            for job_id, score, raw in batch:
                 pos = (score, job_id)
                 scanned += 1
                 if raw is None:
@@ -174,16 +198,15 @@ class JobStore:
             return [rec for rec, _ in out[:limit]], encode_cursor(*out[limit - 1][1])
         return [rec for rec, _ in out], None
 
-    def _after(self, key: str, pos: tuple[float, str] | None, n: int) -> list[tuple[str, float]]:
-        """Up to ``n`` (id, score) of sorted set ``key``, newest first, after position ``pos``."""
-        if pos is None:
-            return self.r.zrevrange(key, 0, n - 1, withscores=True)
-        score, last = pos
-        with self.r.pipeline(transaction=False) as p:
-            p.zrevrangebyscore(key, score, score, withscores=True)  # same creation time: by id, descending
-            p.zrevrangebyscore(key, f"({score!r}", "-inf", start=0, num=n, withscores=True)
-            ties, rest = p.execute()
-        return ([t for t in ties if t[0] < last] + rest)[:n]
+    def _after(self, key: str, pos: tuple[float, str] | None, n: int) -> list[tuple[str, float, str | None]]:
+        """Up to ``n`` (id, score, record text) of sorted set ``key``, newest first, after ``pos``
+        (one round trip)."""
+        score, last = pos if pos is not None else ("", "")
+        flat = self._page_script(keys=[key], args=[n, repr(score) if pos is not None else "", job_key("")])
+        rows = [(flat[i], float(flat[i + 1]), flat[i + 2]) for i in range(0, len(flat), 3)]
+        if pos is not None:  # the first rows share the cursor's creation time: keep those after it (by id)
+            rows = [row for row in rows if row[1] != score or row[0] < last]
+        return rows[:n]
 
     def reindex(self, chunk: int = 1000) -> int:
         """File every record under its status (records written before the status indexes
