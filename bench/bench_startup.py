@@ -99,9 +99,9 @@ def run(runs: int = 5) -> list[dict]:
                "--ServerApp.open_browser=False", *(["--allow-root"] if os.geteuid() == 0 else [])]
 
     def nbrunner_worker() -> float:
-        before = len(live_capacity(store).workers)
+        before = set(live_capacity(store).workers)  # a stopped one may linger until its heartbeat expires
         return until(nb + ["worker", "--slots", "none", "--dir", str(ws)], env,
-                     lambda: len(live_capacity(store).workers) > before)
+                     lambda: bool(set(live_capacity(store).workers) - before))
 
     def rq_worker() -> float:
         name = f"bench-{secrets.token_hex(4)}"

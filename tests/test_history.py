@@ -114,6 +114,25 @@ def test_status_pages_use_the_status_and_follow_changes(cluster):
     assert store.r.zscore(FINISHED_AT, job.id) is not None
 
 
+def test_filtered_pages_stop_after_a_bounded_scan_and_go_on_from_there(cluster, monkeypatch):
+    import nbrunner.core.store as store_module
+
+    store = cluster.store
+    mine = [finished(store, owner="zoe").id for _ in range(3)]
+    for _ in range(12):
+        finished(store, owner="someone")
+    mine.append(finished(store, owner="zoe").id)
+    monkeypatch.setattr(store_module, "PAGE_SCAN_MAX", 5)
+    seen, cursor, pages = [], None, 0
+    while True:
+        page, cursor = store.page(limit=2, cursor=cursor, where=lambda r: r.owner == "zoe")
+        seen += [r.id for r in page]
+        pages += 1
+        if cursor is None:
+            break
+    assert seen == mine[::-1] and pages > 2  # some pages came back short, none lost a job
+
+
 def test_records_of_an_older_version_are_indexed_once(cluster):
     store = cluster.store
     rec = JobRecord(id=new_id(), name="from-before", notebook="hello.ipynb", status="cancelled", finished_at=iso(0))

@@ -176,7 +176,12 @@ class JobStore:
         out: list[tuple[JobRecord, tuple[float, str]]] = []
         scanned = 0
         while need is None or len(out) < need:
-            size = 1000 if need is None or where is not None else min(1000, need - len(out))
+            if need is None:
+                size = 1000
+            elif where is None:
+                size = min(1000, need - len(out))
+            else:  # filtered: read ahead, but never past the scan budget
+                size = min(1000, PAGE_SCAN_MAX - scanned)
             batch = self._after(key, pos, size)
             if not batch:
                 break
