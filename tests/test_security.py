@@ -79,8 +79,31 @@ async def test_users_see_and_change_only_their_own_jobs(jp_fetch):
     assert all(j["id"] != a["id"] for j in timeline["jobs"])
 
 
+async def test_users_see_and_change_only_their_own_schedules(jp_fetch):
+    alice, bob, admin = (as_user(jp_fetch, u) for u in ("alice", "bob", "root-admin"))
+    code, a = await alice("POST", "schedules", body={"notebook": "hello.ipynb", "cron": "@daily"})
+    assert code == 201 and a["owner"] == "alice"
+    code, b = await bob("POST", "schedules", body={"notebook": "hello.ipynb", "cron": "@weekly"})
+    assert code == 201 and b["owner"] == "bob"
+    _, seen = await alice("GET", "schedules")
+    assert [s["id"] for s in seen["schedules"]] == [a["id"]]
+    for method, body in (("GET", None), ("PATCH", {"paused": True}), ("DELETE", None)):
+        code, err = await alice(method, "schedules", b["id"], body=body)
+        assert code == 404 and "no schedule" in err["message"]
+    _, untouched = await bob("GET", "schedules", b["id"])
+    assert untouched == b
+    _, everything = await admin("GET", "schedules")
+    assert {a["id"], b["id"]} <= {s["id"] for s in everything["schedules"]}
+    code, paused = await admin("PATCH", "schedules", b["id"], body={"paused": True})
+    assert code == 200 and paused["paused"] is True and paused["owner"] == "bob"
+    for who, sid in ((alice, a["id"]), (bob, b["id"])):
+        code, _ = await who("DELETE", "schedules", sid)
+        assert code == 204
+
+
 async def test_unauthenticated_requests_are_refused(jp_fetch):
-    for path in (("jobs",), ("cluster",), ("jobs", "abc"), ("cluster", "timeline"), ("notebook-parameters",)):
+    for path in (("jobs",), ("cluster",), ("jobs", "abc"), ("cluster", "timeline"), ("notebook-parameters",),
+                 ("schedules",), ("schedules", "abc")):
         with pytest.raises(HTTPClientError) as info:
             await jp_fetch("nbrunner", "api", *path, headers={"Authorization": "token nobody-knows"})
         assert info.value.code in (401, 403)

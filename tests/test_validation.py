@@ -75,4 +75,5 @@ def test_a_good_request_is_recorded_and_snapshotted(workspace, store):
     assert store.get(rec.id).to_dict()["parameters"] == {"NAME": "x"}
     assert set(rec.to_dict()) >= {"id", "name", "notebook", "parameters", "status", "priority", "min_gpus", "max_gpus",
                                   "gpus", "owner", "created_at", "started_at", "finished_at", "output", "error",
-                                  "progress", "metrics", "sweep"}
+                                  "progress", "metrics", "sweep", "schedule"}
+    assert rec.to_dict()["schedule"] is None  # not a run of a schedule

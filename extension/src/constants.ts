@@ -35,6 +35,7 @@ export const DEFAULT_PRIORITY = 5000;
 export const JOBS_POLL_MS = 1500;
 export const CLUSTER_POLL_MS = 2000;
 export const LOG_TAIL_MS = 1000;
+export const MODELS_POLL_MS = 3000;
 
 /**
  * A notebook's own GPU bounds: parameters of its `parameters` cell with these names

@@ -25,6 +25,11 @@ const LOG_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" 
   <path class="jp-icon3" fill="#616161" d="M5 3h14a2 2 0 0 1 2 2v14a2 2 0 0 1-2 2H5a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2zm0 2v14h14V5zm2 2h10v2H7zm0 4h10v2H7zm0 4h6v2H7z"/>
 </svg>`;
 
+/** A cube: a trained model. */
+const MODELS_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24" data-icon="nbrunner-models">
+  <path class="jp-icon3" fill="#616161" d="M12 2l9 5v10l-9 5-9-5V7zm0 2.3L5.5 7.9 12 11.5l6.5-3.6zM5 9.6v6.2l6 3.4v-6.3zm14 0l-6 3.3v6.3l6-3.4z"/>
+</svg>`;
+
 export const runJobIcon = new LabIcon({ name: 'nbrunner:run', svgstr: RUN_SVG });
 export const jobsIcon = new LabIcon({ name: 'nbrunner:jobs', svgstr: JOBS_SVG });
 export const clusterIcon = new LabIcon({
@@ -32,3 +37,7 @@ export const clusterIcon = new LabIcon({
   svgstr: CLUSTER_SVG
 });
 export const logIcon = new LabIcon({ name: 'nbrunner:log', svgstr: LOG_SVG });
+export const modelsIcon = new LabIcon({
+  name: 'nbrunner:models',
+  svgstr: MODELS_SVG
+});

@@ -30,6 +30,7 @@ import { ClusterView } from './cluster-view';
 import { clusterIcon, jobsIcon, logIcon, runJobIcon } from './icons';
 import { JobsPanel } from './components/JobsPanel';
 import { JobLogView } from './log-view';
+import { addModelsPanel } from './models-plugin';
 import { runAsJob } from './run-as-job';
 import { IJob } from './types';
 
@@ -93,8 +94,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
   ) => {
     const { commands, shell } = app;
 
-    // --- Jobs panel ---------------------------------------------------------
+    // --- Jobs panel (and the Models panel its rows register models into) ----
+    const models = addModelsPanel(app, restorer, palette);
     const panel = new JobsPanel({
+      models,
       openLog: job =>
         void commands.execute(CommandIDs.openLog, { id: job.id, name: job.name }),
       openOutput: job =>

@@ -167,6 +167,7 @@ JOBS_SHOWN = 50  # `nbrunner jobs` without --limit or --all
 def jobs(status: Optional[str] = typer.Option(None, "--status"),
          limit: Optional[int] = typer.Option(None, "--limit", help=f"show the newest N jobs (default {JOBS_SHOWN})"),
          every: bool = typer.Option(False, "--all", help="show every job"),
+         schedule: Optional[str] = typer.Option(None, "--schedule", metavar="ID", help="only the runs of this schedule"),
          as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
     """List the newest jobs (--json: {"jobs": [newest first], "next": cursor or null}, as GET /jobs)."""
     if status is not None and status not in STATUSES:
@@ -176,7 +177,8 @@ def jobs(status: Optional[str] = typer.Option(None, "--status"),
     if limit is not None and limit < 1:
         raise typer.BadParameter(f"--limit must be a positive integer, got {limit}")
     cluster = _cluster(workspace)
-    records, after = cluster.store.page(status, None if every else limit or JOBS_SHOWN)
+    where = None if schedule is None else (lambda r: r.schedule == schedule)
+    records, after = cluster.store.page(status, None if every else limit or JOBS_SHOWN, where=where)
     if as_json:
         _print_json({"jobs": [r.to_dict() for r in records], "next": after})
         return
@@ -370,6 +372,96 @@ def sweep(notebook: str = typer.Argument(..., help="notebook path"),
         _print_json(result.to_dict())
     else:
         print(result.id)
+
+
+schedule_app = typer.Typer(no_args_is_help=True, help="Run notebooks on a clock (each run is a job).")
+app.add_typer(schedule_app, name="schedule")
+
+
+def _parameters(param: Optional[list[str]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in param or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"-p needs a name and a value, got {item!r}")
+        out[key] = parse_value(value)
+    return out
+
+
+@schedule_app.command("add")
+def schedule_add(notebook: str = typer.Argument(..., help="notebook path"),
+                 cron: Optional[str] = typer.Option(None, "--cron", metavar="EXPR",
+                                                    help="5-field cron, or @hourly, @daily, @weekly, @monthly"),
+                 every: Optional[int] = typer.Option(None, "--every", metavar="SECONDS", help="run every N seconds"),
+                 tz: str = typer.Option("UTC", "--tz", metavar="ZONE", help="IANA timezone the cron is read in"),
+                 overlap: str = typer.Option("skip", "--overlap",
+                                             help="skip: no run while the previous one is queued or running; queue"),
+                 param: Optional[list[str]] = typer.Option(None, "-p", "--parameter", metavar="NAME VALUE",
+                                                           help="a parameter of every run (repeatable)"),
+                 name: Optional[str] = typer.Option(None, "--name"),
+                 min_gpus: Optional[int] = typer.Option(None, "--min-gpus"),
+                 max_gpus: Optional[int] = typer.Option(None, "--max-gpus"),
+                 priority: Optional[int] = typer.Option(None, "--priority"),
+                 timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds, per run"),
+                 as_json: bool = typer.Option(False, "--json"),
+                 workspace: Optional[Path] = DirOption) -> None:
+    """Run a notebook on a schedule (--cron or --every); prints the schedule id."""
+    parameters = _parameters(param)
+    s = _cluster(workspace).schedule(notebook, parameters, cron=cron, every=every, timezone=tz, overlap=overlap,
+                                     name=name, min_gpus=min_gpus, max_gpus=max_gpus, priority=priority,
+                                     timeout=timeout)
+    _print_json(s.to_dict()) if as_json else print(s.id)
+
+
+@schedule_app.command("list")
+def schedule_list(as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
+    """List schedules."""
+    from ..control.schedules import list_schedules
+
+    records = list_schedules(_cluster(workspace).store)
+    if as_json:
+        _print_json({"schedules": [r.to_dict() for r in records]})
+    else:
+        console.print(render.schedules_table(records))
+
+
+@schedule_app.command("show")
+def schedule_show(schedule_id: str = typer.Argument(..., metavar="ID"),
+                  workspace: Optional[Path] = DirOption) -> None:
+    """Show one schedule (JSON)."""
+    from ..control.schedules import get_schedule
+
+    _print_json(get_schedule(_cluster(workspace).store, schedule_id).to_dict())
+
+
+@schedule_app.command("pause")
+def schedule_pause(schedule_id: str = typer.Argument(..., metavar="ID"),
+                   workspace: Optional[Path] = DirOption) -> None:
+    """Stop starting runs (a run already started goes on)."""
+    from .schedule import Schedule
+
+    s = Schedule(_cluster(workspace), schedule_id).pause()
+    print(f"{s.id} paused")
+
+
+@schedule_app.command("resume")
+def schedule_resume(schedule_id: str = typer.Argument(..., metavar="ID"),
+                    workspace: Optional[Path] = DirOption) -> None:
+    """Start runs again, from the next fire time after now."""
+    from .schedule import Schedule
+
+    s = Schedule(_cluster(workspace), schedule_id).resume()
+    print(f"{s.id} resumed, next run at {s.record.next_run_at}")
+
+
+@schedule_app.command("delete")
+def schedule_delete(schedule_id: str = typer.Argument(..., metavar="ID"),
+                    workspace: Optional[Path] = DirOption) -> None:
+    """Delete a schedule (its runs stay, as jobs)."""
+    from .schedule import Schedule
+
+    Schedule(_cluster(workspace), schedule_id).delete()
+    print(f"{schedule_id} deleted")
 
 
 model_app = typer.Typer(no_args_is_help=True, help="Register and list trained models.")

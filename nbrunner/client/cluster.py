@@ -22,6 +22,7 @@ from . import session
 from .job import Job
 
 if TYPE_CHECKING:  # imported in sweep(): the CLI's read commands do not need the sweep machinery
+    from .schedule import Schedule
     from .sweep import Sweep
 
 
@@ -116,6 +117,29 @@ class Cluster:
         from .sweep import submit_sweep
 
         return submit_sweep(self, notebook, spec, **kwargs)
+
+    def schedule(self, notebook: str | os.PathLike, parameters: dict[str, Any] | None = None, *,
+                 cron: str | None = None, every: int | None = None, timezone: str = "UTC", overlap: str = "skip",
+                 owner: str | None = None, **job_options: Any) -> Schedule:
+        """Run ``notebook`` on a clock: ``cron`` (5 fields or @hourly/@daily/@weekly, in ``timezone``)
+        or ``every`` seconds; each run is a job.  ``overlap="skip"``: no new run while the previous
+        one is queued or running; ``"queue"``: run anyway.  ``job_options``: ``name``, ``min_gpus``,
+        ``max_gpus``, ``priority``, ``timeout``."""
+        from ..control.schedules import create_schedule
+        from .schedule import Schedule
+
+        request = {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},
+                   "cron": cron, "every": every, "timezone": timezone, "overlap": overlap,
+                   **{k: v for k, v in job_options.items() if v is not None}}
+        rec = create_schedule(self.store, self.settings, request, owner=owner, base=Path.cwd())
+        return Schedule(self, rec.id, rec)
+
+    def schedules(self) -> list[Schedule]:
+        """Every schedule of the cluster, oldest first."""
+        from ..control.schedules import list_schedules
+        from .schedule import Schedule
+
+        return [Schedule(self, r.id, r) for r in list_schedules(self.store)]
 
     def wait_ready(self, workers: int = 1, timeout: float = 30.0) -> None:
         """Block until a scheduler is active and ``workers`` workers are registered."""

@@ -69,3 +69,18 @@ def cluster_table(status: dict) -> Table:
         for s in h["slots"]:
             t.add_row(h["name"], str(s["index"]), s["job"] or "-")
     return t
+
+
+def schedules_table(records: list) -> Table:
+    """Schedules (:class:`nbrunner.core.schedules.ScheduleRecord`) one per row."""
+    t = Table(box=None, header_style="bold", title=f"{len(records)} schedule(s)")
+    for col in ("id", "name", "notebook", "when", "overlap", "state", "next run", "last run", "owner"):
+        t.add_column(col, overflow="fold")
+    for r in records:
+        when = r.cron if r.cron else f"every {r.every} s"
+        if r.cron and r.timezone != "UTC":
+            when += f" ({r.timezone})"
+        state = "[yellow]paused[/]" if r.paused else "[green]active[/]"
+        t.add_row(r.id, r.name, r.notebook, when, r.overlap, state, r.next_run_at or "-", r.last_run_at or "-",
+                  r.owner)
+    return t

@@ -21,6 +21,7 @@ import threading
 import time
 from collections import defaultdict
 from contextlib import contextmanager
+from datetime import datetime, timezone
 
 import redis
 
@@ -39,6 +40,7 @@ from . import grants
 from .retention import Retention, keep_days
 from .queues import DEFAULT_QUEUE, host_queue, queue, rq_connection, rq_job_id
 from .registration import Capacity, live_capacity
+from .schedules import fire_due
 from .sweeps import advance_sweeps
 
 LEASE_TTL = float(os.environ.get("NBRUNNER_LEASE_TTL", "5"))
@@ -105,6 +107,7 @@ class Scheduler:
         self.stopping = threading.Event()
         self._stranded: dict[str, float] = {}  # rq job id -> when first seen 'queued' but in no queue
         self._renew = self.r.register_script(_RENEW)
+        self._next_fire = None  # the earliest fire time of a schedule: the loop wakes for it
         self.retention = Retention(self.store, settings, keep_days())
         if policy:
             self.r.set(POLICY, policy)
@@ -129,6 +132,7 @@ class Scheduler:
     def run(self) -> None:
         """Run until :meth:`stop` (or SIGTERM): standby until the lease is ours, then schedule."""
         last = self.store.last_event_id()
+        threading.Thread(target=_warm_imports, name="nbrunner-warm-imports", daemon=True).start()
         indexed = False
         while not self.stopping.is_set():
             try:
@@ -140,7 +144,7 @@ class Scheduler:
                     indexed = True
                 self.step()
                 self.retention.maybe_run()
-                last, _ = self.store.wait_events(last, self.interval)
+                last, _ = self.store.wait_events(last, self._wait())
             except Exception as exc:  # Redis restarting or unreachable: retry
                 log.warning("scheduler pass failed: %s: %s", exc.__class__.__name__, exc)
                 self.stopping.wait(0.5)
@@ -149,6 +153,13 @@ class Scheduler:
 
     def stop(self) -> None:
         self.stopping.set()
+
+    def _wait(self) -> float:
+        """Seconds to wait for events: ``interval``, less if a schedule fires sooner."""
+        if self._next_fire is None:
+            return self.interval
+        due = (self._next_fire - datetime.now(timezone.utc)).total_seconds()
+        return max(0.001, min(self.interval, due))
 
     # ---- one pass -------------------------------------------------------------------
     def active_jobs(self) -> list[JobRecord]:
@@ -169,6 +180,7 @@ class Scheduler:
         held = grants.holdings(self.r)
         self.recover(jobs, cap, held)
         advance_sweeps(self.store, self.settings)  # trials are submitted as earlier ones finish
+        _, self._next_fire = fire_due(self.store, self.settings)  # scheduled runs whose time has come
         jobs = self.active_jobs()
         held = grants.holdings(self.r)
         self.allocate(jobs, cap, held)
@@ -357,6 +369,20 @@ class Scheduler:
             "nbrunner.execution.execute.run_job", args=(new.id, new.attempt), job_id=rq_job_id(new.id, new.attempt),
             timeout=timeout, result_ttl=3600, failure_ttl=24 * 3600, description=f"nbrunner job {new.id}",
         )
+
+
+def _warm_imports() -> None:
+    """Import what submitting a job needs (nbformat, kernel specs) before the first scheduled
+    run, so that run is not late by the import time."""
+    try:
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        from ..core.notebooks import load_nbformat
+
+        load_nbformat()
+        KernelSpecManager().find_kernel_specs()
+    except Exception:  # noqa: BLE001 - a warm-up only: the real submit reports any problem
+        pass
 
 
 def run_scheduler(settings: Settings, policy: str | None = None) -> None:

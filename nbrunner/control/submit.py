@@ -188,6 +188,7 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any] | JobReq
             owner=owner or getpass.getuser(),
             output=relative_to_workspace(settings, job_dir / "output.ipynb"),
             sweep=req.sweep,
+            schedule=req.schedule,
             timeout=req.timeout,
             kernel=req.kernel,
             language=req.language,

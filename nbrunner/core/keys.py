@@ -47,3 +47,9 @@ def agent_control(worker: str) -> str:
 def learner_status(learner: str) -> str:
     """A remote learner's status: ``{"pid", "worker", "rc"}``."""
     return f"{PREFIX}learner:{learner}"
+SCHEDULES = PREFIX + "schedules"  # sorted set of schedule ids by creation time
+
+
+def schedule_key(schedule_id: str) -> str:
+    """The JSON record of one schedule."""
+    return f"{PREFIX}schedule:{schedule_id}"

@@ -21,6 +21,7 @@ PRIORITY_MIN, PRIORITY_MAX, PRIORITY_DEFAULT = 1, 10000, 5000
 PUBLIC_FIELDS = (
     "id", "name", "notebook", "parameters", "status", "priority", "min_gpus", "max_gpus", "gpus",
     "owner", "created_at", "started_at", "finished_at", "output", "error", "progress", "metrics", "sweep",
+    "schedule",
 )
 
 
@@ -59,6 +60,7 @@ class JobRequest(BaseModel):
     cwd: str | None = None  # the notebook's working directory (relative to the workspace)
     report_mode: bool = False  # papermill --report-mode: hide the input of code cells in the output
     sweep: str | None = None
+    schedule: str | None = None  # the schedule this job is a run of
     retries: int | None = None
 
     @field_validator("notebook")
@@ -175,6 +177,7 @@ class JobRecord(BaseModel):
     progress: float | None = None
     metrics: dict[str, Any] = Field(default_factory=dict)
     sweep: str | None = None
+    schedule: str | None = None  # the id of the schedule this job is a run of
     # bookkeeping
     timeout: float | None = None
     kernel: str | None = None

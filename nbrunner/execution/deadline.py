@@ -19,12 +19,15 @@ KILL_AFTER_S = 3.0
 
 
 def kernel_processes() -> list:
-    """The ``Popen`` objects of the kernels papermill started in this process."""
+    """The ``Popen`` objects of the kernels papermill started in this process, and the
+    pre-warmed kernel it adopted (:mod:`.warm_kernel`)."""
     import gc
     import subprocess
 
+    from .warm_kernel import ADOPTED
+
     return [obj for obj in gc.get_objects()
-            if isinstance(obj, subprocess.Popen) and "ipykernel" in " ".join(map(str, obj.args or []))]
+            if isinstance(obj, subprocess.Popen) and "ipykernel" in " ".join(map(str, obj.args or []))] + ADOPTED
 
 
 class Deadline:
@@ -51,12 +54,19 @@ class Deadline:
         if self._done.wait(self.timeout):
             return
         self.expired.set()
-        self._signal(signal.SIGINT)
-        end = time.monotonic() + KILL_AFTER_S
-        while time.monotonic() < end:
-            if self._done.wait(0.1) or not self._alive():
-                return
-        self._kill()
+        # until the run ends: a kernel still starting, or started again after the deadline, is
+        # stopped once it is there
+        while not self._done.is_set():
+            if not self._alive():
+                self._done.wait(0.1)
+                continue
+            self._signal(signal.SIGINT)
+            end = time.monotonic() + KILL_AFTER_S
+            while time.monotonic() < end and self._alive():
+                if self._done.wait(0.1):
+                    return
+            if self._alive():
+                self._kill()
 
     @staticmethod
     def _kernels() -> list:

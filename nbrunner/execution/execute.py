@@ -6,6 +6,7 @@ still runs as this attempt (a cancel or a re-queue after a lost worker wins).
 """
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -21,6 +22,7 @@ from ..core.models import JobRecord, utcnow
 from ..core.notebooks import load_nbformat
 from ..core.store import JobStore
 from .deadline import Deadline, kernel_processes
+from .warm_kernel import offered, shut_down
 
 nbformat = load_nbformat()  # without jsonschema's slow optional IRI checker (core.notebooks)
 
@@ -241,16 +243,46 @@ def papermill_log(path: Path):
         handler.close()
 
 
-def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kernels: list, deadline: Deadline) -> None:
+def notebook_kernel_name(rec: JobRecord, notebook: Path) -> str | None:
+    """The kernel papermill would start for the job: its own, else its notebook's."""
+    if rec.kernel:
+        return rec.kernel
+    try:
+        nb = json.loads(notebook.read_text())
+    except (OSError, ValueError):
+        return None
+    spec = nb.get("metadata", {}).get("kernelspec") if isinstance(nb, dict) else None
+    return spec.get("name") if isinstance(spec, dict) else None
+
+
+def warm_kernel(rec: JobRecord, job_dir: Path, cwd: Path, env: dict[str, str], spare: dict | None, out):
+    """The worker's pre-warmed kernel as papermill's kernel manager, if it fits this job."""
+    if spare is None or notebook_kernel_name(rec, job_dir / "input.ipynb") != spare.get("kernel_name"):
+        return None
+    from .warm_kernel import adopt
+
+    try:
+        return adopt(spare, str(cwd), env)
+    except Exception as exc:  # noqa: BLE001 - the job starts a kernel of its own instead
+        out.write(f"[nbrunner] the pre-warmed kernel could not be used ({one_line(exc)}); starting one\n")
+        return None
+
+
+def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kernels: list, deadline: Deadline,
+                     km=None) -> None:
     """papermill on the job's input snapshot, into ``output.ipynb``.  A kernel that dies before
     running a cell is started again (``KERNEL_START_TRIES`` in all); the processes of the kernels
     that failed so are added to ``failed_kernels`` (held: their ids could be reused).  The
-    ``deadline`` ends the whole run at the job's wall-time limit."""
+    ``deadline`` ends the whole run at the job's wall-time limit.  ``km``: a kernel already
+    started for this job (the worker's pre-warmed one), used by the first try."""
     import papermill as pm
 
     output = job_dir / "output.ipynb"
     for tries_left in reversed(range(KERNEL_START_TRIES)):
+        if deadline.expired.is_set():  # no new kernel once the job's time is up
+            raise JobTimeout()
         config = kernel_config()
+        warm, km = km, None
         try:
             pm.execute_notebook(
                 str(job_dir / "input.ipynb"),
@@ -269,6 +301,7 @@ def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kerne
                 request_save_on_cell_execute=True,
                 autosave_cell_every=10,
                 config=config,
+                **({"km": warm} if warm is not None else {}),
             )
             return
         except Exception as exc:
@@ -278,11 +311,14 @@ def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kerne
             failed_kernels[:] = kernel_processes()
         finally:
             remove_kernel_sockets(config)
+            if warm is not None:
+                shut_down(warm)
 
 
 def run_job(job_id: str, attempt: int) -> str:
     """Run attempt ``attempt`` of job ``job_id``; returns the final status (or 'skipped')."""
     die_with_parent()
+    spare = offered()  # read first: no kernel of this job must inherit it
     settings = Settings.load()
     store = JobStore.from_url(settings.url)
     worker = os.environ.get("RQ_WORKER_ID", "local")
@@ -295,7 +331,8 @@ def run_job(job_id: str, attempt: int) -> str:
     logs = job_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     output = job_dir / "output.ipynb"
-    os.environ.update(job_environment(settings, rec))
+    env = job_environment(settings, rec)
+    os.environ.update(env)
     notebook_dir = (settings.workspace / rec.notebook).parent
     cwd = notebook_dir if notebook_dir.is_dir() else job_dir
 
@@ -306,7 +343,8 @@ def run_job(job_id: str, attempt: int) -> str:
     deadline = Deadline(rec.timeout)  # the timeout is the job's whole wall time
     with papermill_log(logs / "papermill.log"), open(logs / "driver.log", "a", buffering=1) as out, deadline:
         try:
-            execute_notebook(rec, job_dir, cwd, out, failed_kernels, deadline)
+            km = warm_kernel(rec, job_dir, cwd, env, spare, out)
+            execute_notebook(rec, job_dir, cwd, out, failed_kernels, deadline, km)
         except BaseException as exc:  # noqa: BLE001 - every way a notebook can end is recorded
             status, error = "failed", describe_failure(exc, rec.timeout, tuple(failed_kernels), output)
             if deadline.expired.is_set():

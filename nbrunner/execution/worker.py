@@ -28,6 +28,7 @@ from ..control.registration import HEARTBEAT_INTERVAL, heartbeat, unregister
 from ..core.config import Settings
 from ..core.models import JobRecord
 from ..core.store import JobStore, connect
+from .warm_kernel import ENV_SPARE, SpareKernel
 
 log = logging.getLogger("nbrunner.worker")
 
@@ -84,12 +85,15 @@ class NbrunnerWorker(Worker):
         self.current: tuple[str, int] | None = None
         self._beat_stop = threading.Event()
         self._beat_thread: threading.Thread | None = None
+        self.spare = SpareKernel()
+        self._spare_lock = threading.Lock()  # the heartbeat thread restarts a dead spare between jobs
 
     # ---- registration and heartbeat -------------------------------------------------
     def registration(self) -> dict[str, Any]:
         return {"name": self.name, "host": self.host, "addr": os.environ.get("NBRUNNER_HOST_ADDR"),
                 "slots": self.slots, "device": self.device,
-                "pid": os.getpid(), "job": self.current[0] if self.current else None, "time": time.time()}
+                "pid": os.getpid(), "job": self.current[0] if self.current else None, "time": time.time(),
+                "spare_kernel": self.spare.pid}
 
     def beat(self) -> None:
         heartbeat(self.store, self.name, self.registration())
@@ -97,6 +101,8 @@ class NbrunnerWorker(Worker):
     def _beat_loop(self) -> None:
         while not self._beat_stop.wait(HEARTBEAT_INTERVAL):
             try:
+                if self.current is None:
+                    self.prepare_kernel()
                 self.beat()
                 self._check_current()
             except Exception as exc:  # Redis restarting: keep trying
@@ -123,10 +129,22 @@ class NbrunnerWorker(Worker):
 
         self.agent = LearnerAgent(self.store, self.host, self.name)
         self.agent.start()
+        self.prepare_kernel()
         self.store.emit("worker_joined", worker=self.name, host=self.host)
+
+    def prepare_kernel(self) -> None:
+        """Have a fresh kernel started for the next job (see :mod:`.warm_kernel`)."""
+        with self._spare_lock:
+            try:
+                self.spare.ensure()
+            except Exception as exc:  # noqa: BLE001 - jobs then start their kernels themselves
+                log.warning("no pre-warmed kernel: %s", exc)
+                self.spare.discard()
 
     def register_death(self) -> None:
         self._beat_stop.set()
+        with self._spare_lock:
+            self.spare.discard()
         if getattr(self, "agent", None) is not None:
             self.agent.stopping.set()
         try:
@@ -140,13 +158,20 @@ class NbrunnerWorker(Worker):
     def execute_job(self, job, queue) -> None:
         job_id, attempt = job.args[0], job.args[1]
         self.current = (job_id, attempt)
+        self.prepare_kernel()
+        if self.spare.pid is not None:
+            os.environ[ENV_SPARE] = self.spare.describe()  # the horse, forked from here, reads it
         try:
             super().execute_job(job, queue)
         finally:
+            os.environ.pop(ENV_SPARE, None)
             self.current = None
             agent = getattr(self, "agent", None)
             kill_children(keep={p.pid for p in agent.procs.values()} if agent else set())  # other jobs' learners stay
             self._settle(job_id, attempt)
+            with self._spare_lock:
+                self.spare.discard()  # single use: killed above with the job's leftovers, used or not
+            self.prepare_kernel()
 
     def _settle(self, job_id: str, attempt: int) -> None:
         """After the horse is gone: record a death it could not record, and the release."""

@@ -5,6 +5,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Unicode
 
 from .handlers import routes
+from .model_servers import ModelServers
 
 
 class NbrunnerExtension(ExtensionApp):
@@ -26,7 +27,14 @@ class NbrunnerExtension(ExtensionApp):
             "nbrunner_root": self.serverapp.root_dir,
             "nbrunner_multi_user": self.multi_user,
             "nbrunner_admins": {u.strip() for u in self.admin_users.split(",") if u.strip()},
+            "nbrunner_model_servers": ModelServers(),
         })
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(routes())
+
+    async def stop_extension(self) -> None:
+        """Stop the model servers this Jupyter server started."""
+        servers = self.settings.get("nbrunner_model_servers")
+        if servers is not None:
+            servers.stop_all()

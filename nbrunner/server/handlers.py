@@ -111,8 +111,10 @@ class JobsHandler(BaseHandler):
             raise InvalidRequest(f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw[:20]!r}")
         cursor = self.get_query_argument("cursor", None)
         owner = None if self.is_admin() else self.user()
-        records, after = self.cluster.store.page(status, int(raw), cursor,
-                                                 where=None if owner is None else lambda r: r.owner == owner)
+        schedule = self.get_query_argument("schedule", None)  # a schedule's runs (also after it was deleted)
+        where = None if owner is None and schedule is None else (
+            lambda r: (owner is None or r.owner == owner) and (schedule is None or r.schedule == schedule))
+        records, after = self.cluster.store.page(status, int(raw), cursor, where=where)
         self.reply({"jobs": [r.to_dict() for r in records], "next": after})
 
     @web.authenticated
@@ -126,6 +128,8 @@ class JobsHandler(BaseHandler):
             data["notebook"] = str(root / data["notebook"])
         if "sweep" in data:
             raise InvalidRequest("unknown field 'sweep' (trials are created by POST /sweeps)")
+        if "schedule" in data:
+            raise InvalidRequest("unknown field 'schedule' (runs are created by POST /schedules)")
         if data.get("cwd") is not None:  # like the notebook: relative to the server root
             data["cwd"] = str(root / self.relative_path(data["cwd"], "cwd"))
         rec = submit.submit(cluster.store, cluster.settings, data, owner=self.user())
@@ -272,6 +276,146 @@ class SweepHandler(BaseHandler):
         self.reply(self.sweep(sweep_id).cancel().to_dict())
 
 
+class SchedulesHandler(BaseHandler):
+    """``POST /schedules`` -> 201 schedule; ``GET /schedules`` -> ``{"schedules": [...]}``."""
+
+    @web.authenticated
+    def get(self) -> None:
+        from ..control.schedules import list_schedules
+
+        records = [r for r in list_schedules(self.cluster.store) if self.is_admin() or r.owner == self.user()]
+        self.reply({"schedules": [r.to_dict() for r in records]})
+
+    @web.authenticated
+    def post(self) -> None:
+        from ..control.schedules import create_schedule
+
+        data = self.body()
+        data["notebook"] = str(Path(self.settings["nbrunner_root"]).resolve() / self.relative_path(data.get("notebook")))
+        cluster = self.cluster
+        rec = create_schedule(cluster.store, cluster.settings, data, owner=self.user())
+        self.reply(rec.to_dict(), 201)
+
+
+class ScheduleHandler(BaseHandler):
+    """``GET``/``PATCH``/``DELETE /schedules/{id}`` (404 if unknown or not the user's)."""
+
+    def schedule(self, schedule_id: str):
+        from ..control.schedules import get_schedule
+
+        rec = get_schedule(self.cluster.store, schedule_id)
+        if not (self.is_admin() or rec.owner == self.user()):
+            raise NotFound(f"no schedule {schedule_id!r}")
+        return rec
+
+    @web.authenticated
+    def get(self, schedule_id: str) -> None:
+        self.reply(self.schedule(schedule_id).to_dict())
+
+    @web.authenticated
+    def patch(self, schedule_id: str) -> None:
+        from ..control.schedules import update_schedule
+
+        self.schedule(schedule_id)
+        data = self.body()
+        if "notebook" in data:
+            data["notebook"] = str(Path(self.settings["nbrunner_root"]).resolve()
+                                   / self.relative_path(data["notebook"]))
+        cluster = self.cluster
+        self.reply(update_schedule(cluster.store, cluster.settings, schedule_id, data).to_dict())
+
+    @web.authenticated
+    def delete(self, schedule_id: str) -> None:
+        from ..control.schedules import delete_schedule
+
+        self.schedule(schedule_id)
+        delete_schedule(self.cluster.store, schedule_id)
+# ---- models: the registry and model servers ---------------------------------------------------
+
+
+def _model_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """A registry entry (as ``nbrunner model list --json``) plus its model's framework, class and saved_at."""
+    try:
+        meta = json.loads((Path(entry["path"]) / "meta.json").read_text())
+    except (OSError, ValueError, TypeError):
+        meta = {}
+    meta = meta if isinstance(meta, dict) else {}
+    return {**entry, **{k: meta.get(k) for k in ("framework", "class_name", "saved_at", "input_shape")}}
+
+
+class ModelsHandler(BaseHandler):
+    """``GET /models`` -> ``{"models": [...], "jobs_with_model": [job ids]}``;
+    ``POST /models`` ``{job, name}`` -> 201 the new entry (the next version of ``name``)."""
+
+    @web.authenticated
+    def get(self) -> None:
+        from ..serving.registry import list_models
+
+        settings = self.cluster.settings
+        jobs = [r.id for r in self.cluster.store.all() if self.visible(r)
+                and (settings.job_dir(r.id) / "model" / "model.pkl").is_file()]
+        self.reply({"models": [_model_entry(m) for m in list_models(settings)], "jobs_with_model": jobs})
+
+    @web.authenticated
+    def post(self) -> None:
+        from ..serving.registry import JOB_RE, register_model
+
+        data = self.body()
+        for key in data:
+            if key not in ("job", "name"):
+                raise InvalidRequest(f"unknown field {key!r} (give {{\"job\": JOB, \"name\": NAME}})")
+        job_id, name = data.get("job"), data.get("name")
+        if not isinstance(job_id, str) or not job_id:
+            raise InvalidRequest("missing field 'job' (the id of a job that saved a model)")
+        if not isinstance(name, str) or not name:
+            raise InvalidRequest("missing field 'name' (the model's name, e.g. digits)")
+        if not JOB_RE.match(job_id):
+            raise NotFound(f"no job {job_id!r}")
+        self.job(job_id)
+        self.reply(_model_entry(register_model(self.cluster.settings, job_id, name)), 201)
+
+
+class ModelServingHandler(BaseHandler):
+    """``GET /models/serving`` -> ``{"servers": [...]}``; ``POST`` ``{model: "NAME[:VERSION]", port?}`` -> 201
+    the started server ``{name, version, model, port, url, pid, owner, started_at}``."""
+
+    @property
+    def servers(self):
+        return self.settings["nbrunner_model_servers"]
+
+    @web.authenticated
+    def get(self) -> None:
+        self.reply({"servers": [s.to_dict() for s in self.servers.list()]})
+
+    @web.authenticated
+    async def post(self) -> None:
+        data = self.body()
+        for key in data:
+            if key not in ("model", "port"):
+                raise InvalidRequest(f"unknown field {key!r} (give {{\"model\": \"NAME[:VERSION]\", \"port\": P}})")
+        if "model" not in data:
+            raise InvalidRequest("missing field 'model' (NAME or NAME:VERSION)")
+        server = await self.servers.start(self.cluster.settings, data["model"], data.get("port"), owner=self.user())
+        self.reply(server.to_dict(), 201)
+
+
+class ModelServerHandler(ModelServingHandler):
+    """``DELETE /models/serving/{name}`` -> 204: stops that model's server (404 if none runs)."""
+
+    @web.authenticated
+    def get(self, name: str) -> None:  # type: ignore[override]
+        self.reply(self.servers.get(name).to_dict())
+
+    @web.authenticated
+    def delete(self, name: str) -> None:
+        server = self.servers.get(name)
+        if not (self.is_admin() or server.owner == self.user()):
+            raise NotFound(f"model {name!r} is not being served")
+        self.servers.stop(name)
+        self.set_status(204)
+        self.finish()
+
+
 def routes() -> list[tuple[str, type]]:
     return [
         (rf"{API}/jobs/?", JobsHandler),
@@ -283,4 +427,9 @@ def routes() -> list[tuple[str, type]]:
         (rf"{API}/notebook-parameters/?", ParametersHandler),
         (rf"{API}/sweeps/?", SweepsHandler),
         (rf"{API}/sweeps/(?P<sweep_id>[a-z0-9]{{1,32}})/?", SweepHandler),
+        (rf"{API}/schedules/?", SchedulesHandler),
+        (rf"{API}/schedules/(?P<schedule_id>[a-z0-9]{{1,32}})/?", ScheduleHandler),
+        (rf"{API}/models/?", ModelsHandler),
+        (rf"{API}/models/serving/?", ModelServingHandler),
+        (rf"{API}/models/serving/(?P<name>[^/]+)/?", ModelServerHandler),
     ]

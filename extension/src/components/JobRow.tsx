@@ -13,6 +13,9 @@ export interface IRowHandlers {
   onLog: (job: IJob) => void;
   onOpen: (job: IJob) => void;
   onPriority: (job: IJob, priority: number) => Promise<boolean>;
+  /** Register the model a job saved (shown only where `hasModel` says it saved one). */
+  onRegister?: (job: IJob) => void;
+  hasModel?: (job: IJob) => boolean;
 }
 
 export interface IJobRowProps {
@@ -29,6 +32,8 @@ export function JobRow(props: IJobRowProps): React.ReactElement {
   const metric = latestMetric(job);
   const cancellable = CANCELLABLE_STATUSES.includes(job.status);
   const hasOutput = !!job.output && job.status !== 'queued';
+  const registrable =
+    job.status === 'completed' && !!handlers.onRegister && !!handlers.hasModel?.(job);
   const label = `${job.name} (${job.id})`;
   // A cancelled job's error is "cancelled": the badge says it already.
   const error = job.error && job.error !== job.status ? job.error : null;
@@ -125,6 +130,18 @@ export function JobRow(props: IJobRowProps): React.ReactElement {
           >
             Output
           </button>
+          {registrable && (
+            <button
+              type="button"
+              className="nbrunner-Button nbrunner-JobRow-register"
+              data-testid="nbrunner-job-register"
+              aria-label={`Register the model of job ${label}`}
+              title="Register the model this job saved, under a name (see the Models panel)"
+              onClick={() => handlers.onRegister!(job)}
+            >
+              Register model
+            </button>
+          )}
         </span>
       </div>
     </li>

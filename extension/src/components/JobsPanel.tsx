@@ -34,6 +34,11 @@ export namespace JobsPanel {
     openOutput: (job: IJob) => void;
     /** Open the cluster view. */
     openCluster: () => void;
+    /** Jobs that saved a model, and registering it ("Register model" on their rows). */
+    models?: {
+      jobsWithModel: () => Promise<string[]>;
+      register: (job: IJob) => void;
+    };
     /** Poll interval in ms while visible. */
     interval?: number;
   }
@@ -171,10 +176,14 @@ export class JobsPanel extends ReactWidget {
   }
 
   private async _fetch(): Promise<void> {
-    const [jobs, cluster] = await Promise.allSettled([
+    const [jobs, cluster, withModel] = await Promise.allSettled([
       listJobs(this._filter || undefined),
-      getCluster()
+      getCluster(),
+      this._options.models?.jobsWithModel() ?? Promise.resolve([])
     ]);
+    if (withModel.status === 'fulfilled') {
+      this._withModel = new Set(withModel.value);
+    }
     if (jobs.status === 'fulfilled') {
       this._jobs = Array.isArray(jobs.value?.jobs) ? jobs.value.jobs : [];
       this._error = null;
@@ -280,7 +289,9 @@ export class JobsPanel extends ReactWidget {
       onCancel: job => void this._cancel(job),
       onLog: job => this._options.openLog(job),
       onOpen: job => this._options.openOutput(job),
-      onPriority: (job, p) => this._setPriority(job, p)
+      onPriority: (job, p) => this._setPriority(job, p),
+      onRegister: this._options.models?.register,
+      hasModel: job => this._withModel.has(job.id)
     };
     const entries = groupJobs(jobs ?? []);
     return (
@@ -421,6 +432,7 @@ export class JobsPanel extends ReactWidget {
   private _again = false;
   private _jobs: IJob[] | null = null;
   private _cluster: ICluster | null = null;
+  private _withModel = new Set<string>();
   private _sweeps = new Map<string, ISweepState>();
   private _error: string | null = null;
   private _unavailable = false;

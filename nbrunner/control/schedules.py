@@ -1,0 +1,274 @@
+"""Schedules in Redis: create, edit, delete, and :func:`fire_due` on every scheduler pass.
+
+A schedule record is JSON at ``nbrunner:schedule:<id>``, listed in the sorted set
+``nbrunner:schedules`` (by creation time); like job records they never expire and persist
+with Redis.  Each run is an ordinary job (:func:`nbrunner.control.submit.submit`) with
+``schedule`` set, owned by the schedule's owner.
+
+At most one run per fire time, whatever number of schedulers call :func:`fire_due`: a
+fire time is claimed by a WATCH/MULTI compare-and-set of ``next_run_at``, and only the
+process whose transaction moved it submits the run.  ``next_run_at`` moves to the first
+fire time after now, so fire times missed while no scheduler ran give one run.  A crash
+between the claim and the submit loses that one run (never doubles it).
+"""
+from __future__ import annotations
+
+import getpass
+import logging
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import redis
+
+from ..core.config import Settings
+from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound, one_line
+from ..core.keys import EVENTS, EVENTS_MAXLEN, SCHEDULES, schedule_key
+from ..core.models import parse_time
+from ..core.schedules import EDITABLE, ScheduleRecord, ScheduleSpec, is_due, iso, next_fire
+from ..core.store import JobStore
+from . import submit
+
+log = logging.getLogger("nbrunner.schedules")
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _emit(store: JobStore, kind: str, schedule_id: str, **extra: str) -> None:
+    store.r.xadd(EVENTS, {"type": kind, "schedule": schedule_id, **extra}, maxlen=EVENTS_MAXLEN, approximate=True)
+
+
+def _check_notebook(settings: Settings, notebook: str, base: Path | None) -> str:
+    """The notebook's workspace-relative path, after the checks a job submit makes."""
+    path = submit.resolve_notebook(settings, notebook, base)
+    shown = submit.relative_to_workspace(settings, path)
+    nb = submit.read_notebook(path, shown)
+    submit.check_notebook_kernel(nb, shown)
+    return shown
+
+
+def create_schedule(store: JobStore, settings: Settings, request: dict[str, Any], owner: str | None = None,
+                    base: Path | None = None) -> ScheduleRecord:
+    """Validate ``request`` (``{notebook, cron or every, timezone?, overlap?, parameters?, name?,
+    min_gpus?, max_gpus?, priority?, timeout?}``) and store the schedule.
+
+    Raises:
+        InvalidRequest: a bad field, a notebook that cannot run; nothing is stored."""
+    if isinstance(request, dict) and "paused" in request:
+        raise InvalidRequest("unknown field 'paused' (pause a schedule after creating it)")
+    spec = ScheduleSpec.parse(request)
+    notebook = _check_notebook(settings, spec.notebook, base)
+    now = _now()
+    for _ in range(10):
+        rec = ScheduleRecord(
+            id=submit.new_id(), name=spec.name or Path(notebook).stem, notebook=notebook,
+            parameters=spec.parameters, cron=spec.cron, every=spec.every, timezone=spec.timezone,
+            overlap=spec.overlap, created_at=iso(now), owner=owner or getpass.getuser(),
+            min_gpus=spec.min_gpus, max_gpus=spec.max_gpus, priority=spec.priority, timeout=spec.timeout,
+            next_run_at=iso(next_fire(spec, now, anchor=now if spec.every else None)),
+        )
+        if store.r.set(schedule_key(rec.id), rec.model_dump_json(), nx=True):
+            break
+    else:  # pragma: no cover - 36^8 ids
+        raise Conflict("could not allocate a schedule id")
+    store.r.zadd(SCHEDULES, {rec.id: now.timestamp()})
+    _emit(store, "schedule", rec.id)  # wakes the scheduler: its next pass knows the new fire time
+    return rec
+
+
+def _load(schedule_id: str, raw: str | None) -> ScheduleRecord:
+    if raw is None:
+        raise NotFound(f"no schedule {schedule_id!r}")
+    try:
+        return ScheduleRecord.model_validate_json(raw)
+    except Exception as exc:  # noqa: BLE001 - an unreadable record: reported as missing, never a 500
+        raise NotFound(f"schedule {schedule_id!r} has a record that cannot be read ({exc.__class__.__name__})") from None
+
+
+def get_schedule(store: JobStore, schedule_id: str) -> ScheduleRecord:
+    if not isinstance(schedule_id, str):
+        raise NotFound(f"no schedule {schedule_id!r}")
+    return _load(schedule_id, store.r.get(schedule_key(schedule_id)))
+
+
+def list_schedules(store: JobStore) -> list[ScheduleRecord]:
+    """Every readable schedule, oldest first."""
+    ids = store.r.zrange(SCHEDULES, 0, -1)
+    out = []
+    for sid, raw in zip(ids, store.r.mget([schedule_key(i) for i in ids]) if ids else []):
+        try:
+            out.append(_load(sid, raw))
+        except NotFound:
+            if raw is None:
+                store.r.zrem(SCHEDULES, sid)
+            else:
+                log.warning("schedule %s: its record cannot be read", sid)
+    return out
+
+
+def _change(store: JobStore, schedule_id: str, change: Callable[[ScheduleRecord], bool | None]) -> ScheduleRecord | None:
+    """Apply ``change`` atomically (WATCH/MULTI); it returns False to write nothing (-> None)."""
+    key = schedule_key(schedule_id)
+    with store.r.pipeline() as p:
+        while True:
+            try:
+                p.watch(key)
+                rec = _load(schedule_id, p.get(key))
+                if change(rec) is False:
+                    p.reset()
+                    return None
+                p.multi()
+                p.set(key, rec.model_dump_json())
+                p.execute()
+                return rec
+            except redis.WatchError:
+                continue
+            except BaseException:
+                p.reset()
+                raise
+
+
+def update_schedule(store: JobStore, settings: Settings, schedule_id: str, changes: dict[str, Any],
+                    base: Path | None = None) -> ScheduleRecord:
+    """Change some of :data:`nbrunner.core.schedules.EDITABLE`; a new clock (or a resume)
+    starts counting from now.  Setting ``cron`` clears ``every`` and the other way round.
+
+    Raises:
+        InvalidRequest: an unknown field or a bad value; nothing is changed.
+        NotFound: no such schedule."""
+    if not isinstance(changes, dict):
+        raise InvalidRequest("a schedule change must be a JSON object")
+    for key in changes:
+        if key not in EDITABLE:
+            raise InvalidRequest(f"unknown field {key!r} (editable: {', '.join(EDITABLE)})")
+    if "paused" in changes and not isinstance(changes["paused"], bool):
+        raise InvalidRequest("paused must be true or false")
+    changes = dict(changes)
+    if changes.get("cron") is not None and "every" not in changes:
+        changes["every"] = None
+    if changes.get("every") is not None and "cron" not in changes:
+        changes["cron"] = None
+    if "notebook" in changes:
+        if not isinstance(changes["notebook"], str):
+            raise InvalidRequest("notebook must be a path")
+        changes["notebook"] = _check_notebook(settings, changes["notebook"], base)
+
+    def change(rec: ScheduleRecord) -> bool:
+        fields = {k: getattr(rec, k) for k in ScheduleSpec.model_fields}
+        fields.update(changes)
+        spec = ScheduleSpec.parse(fields)
+        clock = any(getattr(spec, k) != getattr(rec, k) for k in ("cron", "every", "timezone"))
+        resumed = rec.paused and not spec.paused
+        for k in ScheduleSpec.model_fields:
+            setattr(rec, k, getattr(spec, k))
+        rec.name = spec.name or rec.name
+        if rec.paused:
+            rec.next_run_at = None
+        elif clock or resumed or rec.next_run_at is None:
+            now = _now()
+            rec.next_run_at = iso(next_fire(rec, now, anchor=now if rec.every else None))
+        return True
+
+    rec = _change(store, schedule_id, change)
+    _emit(store, "schedule", schedule_id)
+    return rec
+
+
+def delete_schedule(store: JobStore, schedule_id: str) -> None:
+    """Remove the schedule (its runs stay, as jobs).  Raises NotFound."""
+    get_schedule(store, schedule_id)
+    with store.r.pipeline() as p:
+        p.delete(schedule_key(schedule_id))
+        p.zrem(SCHEDULES, schedule_id)
+        p.execute()
+    _emit(store, "schedule", schedule_id)
+
+
+def runs_of(store: JobStore, schedule_id: str) -> list:
+    """The job records of a schedule's runs, newest first."""
+    return store.page(where=lambda r: r.schedule == schedule_id)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# firing
+
+
+def _claim(store: JobStore, rec: ScheduleRecord, now: datetime) -> ScheduleRecord | None:
+    """Move ``next_run_at`` past ``now`` if it is still the due fire time we read; None if
+    another scheduler claimed it (or the schedule changed) first."""
+    seen = rec.next_run_at
+
+    def change(cur: ScheduleRecord) -> bool:
+        if cur.next_run_at != seen or not is_due(cur, now):
+            return False
+        cur.next_run_at = iso(next_fire(cur, now, anchor=parse_time(cur.next_run_at)))
+        cur.last_run_at = iso(now)
+        return True
+
+    try:
+        return _change(store, rec.id, change)
+    except NotFound:  # deleted meanwhile
+        return None
+
+
+def _previous_run_active(store: JobStore, rec: ScheduleRecord) -> bool:
+    if not rec.last_job:
+        return False
+    job = store.find(rec.last_job)
+    return job is not None and not job.finished
+
+
+def _fire(store: JobStore, settings: Settings, rec: ScheduleRecord) -> str | None:
+    """Submit one run of a claimed schedule (or skip it); returns the job id or None."""
+    if rec.overlap == "skip" and _previous_run_active(store, rec):
+        job_id, error = None, f"skipped: the previous run {rec.last_job} has not finished"
+        log.info("schedule %s: %s", rec.id, error)
+    else:
+        try:
+            request = {**rec.spec().job_request(), "schedule": rec.id, "name": rec.name}
+            job_id, error = submit.submit(store, settings, request, owner=rec.owner).id, None
+        except NbrunnerError as exc:  # the notebook was removed or broken since: say why, keep the schedule
+            job_id, error = None, one_line(exc)
+            log.warning("schedule %s: no run: %s", rec.id, error)
+
+    def note(cur: ScheduleRecord) -> bool:
+        if job_id is not None:
+            cur.last_job = job_id
+        cur.last_error = error
+        return True
+
+    try:
+        _change(store, rec.id, note)
+    except NotFound:
+        pass
+    return job_id
+
+
+def fire_due(store: JobStore, settings: Settings, now: datetime | None = None) -> tuple[list[str], datetime | None]:
+    """Run every due schedule once; returns (the jobs submitted, the earliest next fire time).
+
+    Safe to call from several schedulers at once (see the module docstring)."""
+    now = now or _now()
+    submitted: list[str] = []
+    earliest: datetime | None = None
+    for rec in list_schedules(store):
+        try:
+            if is_due(rec, now):
+                claimed = _claim(store, rec, now)
+                if claimed is not None:
+                    job_id = _fire(store, settings, claimed)
+                    if job_id:
+                        submitted.append(job_id)
+                    rec = claimed
+                else:
+                    rec = get_schedule(store, rec.id)
+            at = None if rec.paused else parse_time(rec.next_run_at)
+            if at is not None and (earliest is None or at < earliest):
+                earliest = at
+        except redis.RedisError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one bad schedule must never stop the pass
+            log.warning("schedule %s: %s: %s", rec.id, exc.__class__.__name__, exc)
+    return submitted, earliest
