@@ -184,4 +184,4 @@ async def test_jobs_endpoint_refuses_a_schedule_field(api):
     code, err = await api("POST", "jobs", body={"notebook": "tick.ipynb", "schedule": "abc"})
     assert code == 400 and "schedule" in err["message"]
     code, got = await api("GET", "jobs", schedule="nosuch1")
-    assert code == 200 and got == {"jobs": []}
+    assert code == 200 and got == {"jobs": [], "next": None}

@@ -156,25 +156,34 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
 
 
 STATUSES = ("queued", "running", "completed", "failed", "cancelled")
+JOBS_SHOWN = 50  # `nbrunner jobs` without --limit or --all
 
 
 @app.command()
-def jobs(status: Optional[str] = typer.Option(None, "--status"), as_json: bool = typer.Option(False, "--json"),
-         schedule: Optional[str] = typer.Option(None, "--schedule", metavar="ID",
-                                                help="only the runs of this schedule, newest first"),
-         workspace: Optional[Path] = DirOption) -> None:
-    """List jobs."""
+def jobs(status: Optional[str] = typer.Option(None, "--status"),
+         limit: Optional[int] = typer.Option(None, "--limit", help=f"show the newest N jobs (default {JOBS_SHOWN})"),
+         every: bool = typer.Option(False, "--all", help="show every job"),
+         schedule: Optional[str] = typer.Option(None, "--schedule", metavar="ID", help="only the runs of this schedule"),
+         as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
+    """List the newest jobs (--json: {"jobs": [newest first], "next": cursor or null}, as GET /jobs)."""
     if status is not None and status not in STATUSES:
         raise typer.BadParameter(f"--status must be one of {', '.join(STATUSES)}")
+    if limit is not None and every:
+        raise typer.BadParameter("--limit and --all do not go together")
+    if limit is not None and limit < 1:
+        raise typer.BadParameter(f"--limit must be a positive integer, got {limit}")
     cluster = _cluster(workspace)
-    records = cluster.store.all(status)
-    if schedule is not None:
-        records = [r for r in reversed(records) if r.schedule == schedule]
+    where = None if schedule is None else (lambda r: r.schedule == schedule)
+    records, after = cluster.store.page(status, None if every else limit or JOBS_SHOWN, where=where)
     if as_json:
-        _print_json({"jobs": [r.to_dict() for r in records]})
-    else:
-        console.print(render.jobs_table(records))
-        console.print(render.totals_line(records))
+        _print_json({"jobs": [r.to_dict() for r in records], "next": after})
+        return
+    records.reverse()  # the newest at the bottom, next to the prompt
+    console.print(render.jobs_table(records))
+    line = render.totals_line(records)
+    if after is not None:
+        line += f" (the newest {len(records)} of {cluster.store.count(status)}; --all lists them all)"
+    console.print(line)
 
 
 @app.command()

@@ -1,10 +1,11 @@
 """The Python face of nbrunner: :func:`setup_cluster`, :func:`connect`, :class:`Cluster`, :class:`Job`."""
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import redis
 
@@ -14,6 +15,7 @@ from ..core.config import Settings, redact
 from ..core.discovery import resolve
 from ..core.errors import NoCluster
 from ..core.keys import LEASE, POLICY
+from ..core.models import JobRecord
 from ..core.store import JobStore
 from ..execution.redis_server import ping
 from . import session
@@ -70,8 +72,12 @@ class Cluster:
     def job(self, job_id: str) -> Job:
         return Job(self, self.store.get(job_id))
 
-    def jobs(self, status: str | None = None) -> list[Job]:
-        return [Job(self, r) for r in self.store.all(status)]
+    def jobs(self, status: str | None = None, limit: int | None = None) -> list[Job]:
+        """The jobs (in ``status``), oldest first; with ``limit``, only the newest ``limit`` of them."""
+        if limit is None:
+            return [Job(self, r) for r in self.store.all(status)]
+        records, _ = self.store.page(status, limit)
+        return [Job(self, r) for r in reversed(records)]
 
     def monitor(self, status: str | None = None, *, owner: str | None = None, sweep: Any = None,
                 mine: bool = False, interval: float = 1.0):
@@ -94,14 +100,17 @@ class Cluster:
         return {"policy": self.store.r.get(POLICY) or "fairshare", "gpus_total": total, "gpus_free": total - busy,
                 "hosts": hosts, "workers": len(cap.workers)}
 
-    def timeline(self) -> list[dict]:
-        """GPU allocation over time of every job that held GPUs."""
-        out = []
-        for rec in self.store.all():
-            points = grants.timeline(self.store.r, rec.id)
-            if points:
-                out.append({"id": rec.id, "name": rec.name, "points": points})
-        return out
+    def timeline(self, limit: int | None = 1000, where: Callable[[JobRecord], bool] | None = None) -> list[dict]:
+        """GPU allocation over time of the jobs that held GPUs, among the newest ``limit`` jobs
+        (None: all) that ``where`` keeps; oldest first."""
+        records, _ = self.store.page(limit=limit, where=where)
+        records.reverse()
+        with self.store.r.pipeline(transaction=False) as p:
+            for rec in records:
+                p.lrange(grants.timeline_key(rec.id), 0, -1)
+            lists = p.execute()
+        return [{"id": rec.id, "name": rec.name, "points": [json.loads(x) for x in raw]}
+                for rec, raw in zip(records, lists) if raw]
 
     def sweep(self, notebook: str | os.PathLike, spec: Any, **kwargs: Any) -> Sweep:
         """Start a sweep of ``notebook`` over ``spec`` (see :mod:`nbrunner.core.sweeps.spec`)."""
@@ -200,13 +209,13 @@ def default_cluster() -> Cluster:
 session.connect_with(connect)
 
 
-def print_jobs_summary(cluster: Cluster | None = None, status: str | None = None) -> None:
-    """Print a table of the cluster's jobs and a totals line."""
+def print_jobs_summary(cluster: Cluster | None = None, status: str | None = None, limit: int | None = None) -> None:
+    """Print a table of the cluster's jobs (the newest ``limit``; None: all) and a totals line."""
     from .render import jobs_table, totals_line
     from rich.console import Console
 
     cluster = cluster or default_cluster()
-    records = [j.record for j in cluster.jobs(status)]
+    records = [j.record for j in cluster.jobs(status, limit=limit)]
     console = Console()
     console.print(jobs_table(records))
     console.print(totals_line(records))

@@ -36,6 +36,7 @@ from .session import default_cluster
 # :class:`nbrunner.Job`), and the default cluster comes from :mod:`.session`.
 Cluster = Job = Any
 
+SHOWN = 1000  # the newest jobs a monitor lists (like GET /jobs)
 STATUS_COLORS = {"queued": "#b26b00", "running": "#1565c0", "completed": "#2e7d32", "failed": "#c62828",
                  "cancelled": "#616161"}
 BAR_STYLES = {"queued": "", "running": "info", "completed": "success", "failed": "danger", "cancelled": "warning"}
@@ -381,9 +382,10 @@ class JobsMonitor(_LiveWidget):
         return "nbrunner jobs" + (f" ({', '.join(filters)})" if filters else "")
 
     def _fetch(self) -> list[JobRecord]:
-        records = [r for r in self.cluster.store.all(self.status_filter)
-                   if (self.owner_filter is None or r.owner == self.owner_filter)
-                   and (self.sweep_filter is None or r.sweep == self.sweep_filter)]
+        owner, sweep = self.owner_filter, self.sweep_filter
+        keep = None if owner is None and sweep is None else (
+            lambda r: (owner is None or r.owner == owner) and (sweep is None or r.sweep == sweep))
+        records, _ = self.cluster.store.page(self.status_filter, SHOWN, where=keep)
         records.sort(key=lambda r: (_created(r), r.id), reverse=True)
         self._last = records
         return records

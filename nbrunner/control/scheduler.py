@@ -38,6 +38,7 @@ from ..core.placement import Slot, Step, admitted, demand_of, plan, started
 from ..core.quarantine import quarantine_job
 from ..core.store import JobStore
 from . import grants
+from .retention import Retention, keep_days
 from .queues import DEFAULT_QUEUE, host_queue, queue, rq_connection, rq_job_id
 from .registration import Capacity, live_capacity
 from .schedules import fire_due
@@ -108,6 +109,7 @@ class Scheduler:
         self._stranded: dict[str, float] = {}  # rq job id -> when first seen 'queued' but in no queue
         self._renew = self.r.register_script(_RENEW)
         self._next_fire = None  # the earliest fire time of a schedule: the loop wakes for it
+        self.retention = Retention(self.store, settings, keep_days())
         if policy:
             self.r.set(POLICY, policy)
         elif not self.r.exists(POLICY):
@@ -132,12 +134,17 @@ class Scheduler:
         """Run until :meth:`stop` (or SIGTERM): standby until the lease is ours, then schedule."""
         last = self.store.last_event_id()
         threading.Thread(target=_warm_imports, name="nbrunner-warm-imports", daemon=True).start()
+        indexed = False
         while not self.stopping.is_set():
             try:
                 if not self.acquire():
                     self.stopping.wait(min(1.0, LEASE_TTL / 5))
                     continue
+                if not indexed:
+                    self.store.reindex()  # records written before the status indexes existed, once
+                    indexed = True
                 self.step()
+                self.retention.maybe_run()
                 last, _ = self.store.wait_events(last, self._wait())
             except Exception as exc:  # Redis restarting or unreachable: retry
                 log.warning("scheduler pass failed: %s: %s", exc.__class__.__name__, exc)

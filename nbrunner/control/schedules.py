@@ -188,7 +188,7 @@ def delete_schedule(store: JobStore, schedule_id: str) -> None:
 
 def runs_of(store: JobStore, schedule_id: str) -> list:
     """The job records of a schedule's runs, newest first."""
-    return [r for r in reversed(store.all()) if r.schedule == schedule_id]
+    return store.page(where=lambda r: r.schedule == schedule_id)[0]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.config import Settings
-from ..core.errors import Conflict, InvalidRequest
+from ..core.errors import Conflict, InvalidRequest, NotFound
 from ..core.html import write_output_html
 from ..core.models import PRIORITY_MAX, PRIORITY_MIN, JobRecord, JobRequest, utcnow
 from ..core.notebooks import load_nbformat
@@ -257,7 +257,8 @@ def purge(store: JobStore, settings: Settings, job_id: str, wait: float = PURGE_
             raise Conflict(f"job {job_id} is still stopping: try again in a moment")
         time.sleep(0.1)
         rec = store.get(job_id)
-    store.delete(job_id, extra_keys=(grants.grant_key(job_id), grants.timeline_key(job_id)))
+    if not store.remove(job_id, extra_keys=(grants.grant_key(job_id), grants.timeline_key(job_id))):
+        raise NotFound(f"no job {job_id!r}")  # removed meanwhile (a finished job never runs again)
     job_dir = settings.job_dir(job_id)
     if job_dir.name == job_id and job_dir.is_dir():
         shutil.rmtree(job_dir, ignore_errors=True)

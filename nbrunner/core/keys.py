@@ -11,6 +11,8 @@ JOBS = PREFIX + "jobs"  # sorted set of job ids by creation time
 EVENTS = PREFIX + "events"  # stream of job and cluster events
 EVENTS_MAXLEN = 20000  # events kept in the stream (approximately)
 ACTIVE = PREFIX + "active"  # jobs the scheduler still looks after
+FINISHED_AT = PREFIX + "finished"  # sorted set of finished job ids by finish time (for retention)
+INDEXED = PREFIX + "jobs:indexed"  # version of the status indexes the records were indexed into
 LEASE = PREFIX + "scheduler"  # the active scheduler's lease ("<host>.<pid>", with a TTL)
 POLICY = PREFIX + "policy"  # the allocation policy the active scheduler applies
 WORKERS = PREFIX + "workers"  # names of registered workers (each with a heartbeat key)
@@ -20,6 +22,11 @@ LEARNER_STATUS_TTL_S = 3600  # how long a learner's status key outlives its last
 def job_key(job_id: str) -> str:
     """The JSON record of one job."""
     return f"{PREFIX}job:{job_id}"
+
+
+def status_index(status: str) -> str:
+    """The sorted set of the ids of the jobs in ``status``, by creation time (like ``JOBS``)."""
+    return f"{PREFIX}jobs:{status}"
 
 
 def worker_key(name: str) -> str:

@@ -13,6 +13,7 @@ from .errors import InvalidRequest
 from .limits import MAX_INT64, MAX_TIMEOUT_S, check_request
 
 Status = Literal["queued", "running", "completed", "failed", "cancelled"]
+STATUSES = ("queued", "running", "completed", "failed", "cancelled")
 FINISHED = ("completed", "failed", "cancelled")
 PRIORITY_MIN, PRIORITY_MAX, PRIORITY_DEFAULT = 1, 10000, 5000
 

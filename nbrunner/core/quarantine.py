@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 import redis
 
 from .errors import one_line
-from .keys import ACTIVE, EVENTS, EVENTS_MAXLEN, PREFIX, job_key
+from .indexes import index_status
+from .keys import ACTIVE, EVENTS, EVENTS_MAXLEN, JOBS, PREFIX, job_key
 from .models import JobRecord, parse_time, utcnow
 
 QUARANTINE = PREFIX + "quarantine:"
@@ -84,9 +86,11 @@ def quarantine_unreadable(store: Any, job_id: str, raw: str, exc: BaseException)
             if p.get(key) != raw:
                 p.reset()
                 return rec
+            score = p.zscore(JOBS, job_id) or time.time()
             p.multi()
             p.set(quarantine_key(job_id), raw)
             p.set(key, rec.model_dump_json())
+            index_status(p, rec, score)
             p.sadd(ACTIVE, job_id)  # the scheduler frees whatever it held
             p.xadd(EVENTS, {"type": "quarantined", "job": job_id, "status": rec.status},
                    maxlen=EVENTS_MAXLEN, approximate=True)
@@ -120,7 +124,10 @@ def quarantine_job(store: Any, job_id: str, cause: str) -> JobRecord | None:
         raw = store.r.get(job_key(job_id)) or "{}"
         rec = replacement(job_id, raw, f"{error} ({_cause(exc)})")
         store.r.set(quarantine_key(job_id), raw)
-        store.r.set(job_key(job_id), rec.model_dump_json())
+        with store.r.pipeline() as p:
+            p.set(job_key(job_id), rec.model_dump_json())
+            index_status(p, rec, store.r.zscore(JOBS, job_id) or time.time())
+            p.execute()
     if rec is not None:
         log.warning("job %s quarantined: %s", job_id, error)
     return rec

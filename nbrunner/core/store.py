@@ -1,22 +1,75 @@
 """Job records, events, workers and grants in Redis, under nbrunner's own keys.
 
 Records are JSON strings at ``nbrunner:job:<id>``, listed in the sorted set
-``nbrunner:jobs`` (by creation time); events go to the stream ``nbrunner:events``.
-Nothing here expires: rq's result TTLs never touch these keys.
+``nbrunner:jobs`` (by creation time) and in one sorted set per status
+(``nbrunner:jobs:<status>``, same scores), so a page of the newest jobs, with or without a
+status, costs the same with 100 or 100,000 records; finished jobs are also in
+``nbrunner:finished`` by finish time (for retention).  Events go to the stream
+``nbrunner:events``.  Nothing here expires by itself: rq's result TTLs never touch these keys
+(old finished jobs are removed by the scheduler's retention, if set).
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import math
 import time
 from typing import Any, Callable, Iterable
 
 import redis
 
 from .config import redact
-from .errors import NoCluster, NotFound
-from .models import JobRecord
+from .errors import InvalidRequest, NoCluster, NotFound
+from .indexes import finish_time, index_status
+from .models import STATUSES, JobRecord
+from .keys import ACTIVE, EVENTS, EVENTS_MAXLEN, FINISHED_AT, INDEXED, JOBS, job_key, status_index
 
-from .keys import ACTIVE, EVENTS, EVENTS_MAXLEN, JOBS, job_key
+INDEX_VERSION = "1"
+PAGE_SCAN_MAX = 20000  # records one filtered page may read before it returns what it found
+
+# Up to ARGV[1] members of the sorted set KEYS[1], newest first, with their scores and records
+# (ARGV[3] .. id), as a flat list.  With a cursor score ARGV[2], the members of that very score
+# come first, all of them (the caller keeps those whose id sorts below the cursor's), then the
+# older ones.
+_PAGE = """
+local n = tonumber(ARGV[1])
+local items
+if ARGV[2] == '' then
+  items = redis.call('zrevrange', KEYS[1], 0, n - 1, 'WITHSCORES')
+else
+  items = redis.call('zrevrangebyscore', KEYS[1], ARGV[2], ARGV[2], 'WITHSCORES')
+  local rest = redis.call('zrevrangebyscore', KEYS[1], '(' .. ARGV[2], '-inf', 'WITHSCORES', 'LIMIT', 0, n)
+  for i = 1, #rest do items[#items + 1] = rest[i] end
+end
+local out = {}
+for i = 1, #items, 2 do
+  out[#out + 1] = items[i]
+  out[#out + 1] = items[i + 1]
+  out[#out + 1] = redis.call('get', ARGV[3] .. items[i])
+end
+return out
+"""
+
+
+def encode_cursor(score: float, job_id: str) -> str:
+    """An opaque position in a listing: just after the job ``job_id`` created at ``score``."""
+    return base64.urlsafe_b64encode(f"{score!r} {job_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[float, str]:
+    bad = InvalidRequest("cursor is not one this server returned (pass the 'next' of the previous page)")
+    if not isinstance(cursor, str) or not 0 < len(cursor) <= 200:
+        raise bad
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        score_text, job_id = text.split(" ")
+        score = float(score_text)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise bad from None
+    if not math.isfinite(score) or not job_id or not job_id.isascii() or not job_id.isalnum():
+        raise bad
+    return score, job_id
 
 
 def connect(url: str, **kwargs: Any) -> redis.Redis:
@@ -36,6 +89,7 @@ class JobStore:
     def __init__(self, client: redis.Redis, url: str):
         self.r = client
         self.url = url
+        self._page_script = client.register_script(_PAGE)
 
     @classmethod
     def from_url(cls, url: str) -> "JobStore":
@@ -48,8 +102,10 @@ class JobStore:
             record.note_status(None)
         if not self.r.set(job_key(record.id), record.model_dump_json(), nx=True):
             return False
+        score = time.time()
         with self.r.pipeline() as p:
-            p.zadd(JOBS, {record.id: time.time()})
+            p.zadd(JOBS, {record.id: score})
+            index_status(p, record, score)
             p.sadd(ACTIVE, record.id)
             p.xadd(EVENTS, {"type": "submitted", "job": record.id}, maxlen=EVENTS_MAXLEN, approximate=True)
             p.execute()
@@ -80,18 +136,137 @@ class JobStore:
         return self.r.zrange(JOBS, 0, -1)
 
     def all(self, status: str | Iterable[str] | None = None) -> list[JobRecord]:
-        ids = self.ids()
-        if not ids:
-            return []
+        """Every record (of ``status``: one or several), oldest first.  Reads the whole history:
+        listings use :meth:`page`."""
         wanted = {status} if isinstance(status, str) else set(status) if status else None
+        if wanted is None:
+            ids = self.ids()
+        else:
+            scored = [(score, job_id) for s in wanted if s in STATUSES
+                      for job_id, score in self.r.zrange(status_index(s), 0, -1, withscores=True)]
+            ids = [job_id for _, job_id in sorted(scored)]
         out = []
-        for job_id, raw in zip(ids, self.r.mget([job_key(i) for i in ids])):
-            if raw is None:
-                continue
-            rec = self.load(job_id, raw)
-            if wanted is None or rec.status in wanted:
-                out.append(rec)
+        for start in range(0, len(ids), 1000):
+            chunk = ids[start:start + 1000]
+            for job_id, raw in zip(chunk, self.r.mget([job_key(i) for i in chunk])):
+                if raw is None:
+                    continue
+                rec = self.load(job_id, raw)
+                if wanted is None or rec.status in wanted:
+                    out.append(rec)
         return out
+
+    def count(self, status: str | None = None) -> int:
+        """How many jobs there are (in ``status``), without reading them."""
+        return self.r.zcard(JOBS if status is None else status_index(status))
+
+    def page(self, status: str | None = None, limit: int | None = None, cursor: str | None = None,
+             where: Callable[[JobRecord], bool] | None = None) -> tuple[list[JobRecord], str | None]:
+        """Up to ``limit`` records (None: all), newest first, after ``cursor``; returns them and
+        the cursor of the next page (None at the end).
+
+        ``status`` reads that status's index; ``where`` filters further (owner, schedule...): a
+        page that reads ``PAGE_SCAN_MAX`` records without filling up returns early, with a cursor.
+        Jobs created after the first page do not shift later pages (they come before the cursor)."""
+        if status is not None and status not in STATUSES:
+            raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise InvalidRequest(f"limit must be a positive integer, got {limit!r}")
+        key = JOBS if status is None else status_index(status)
+        pos = decode_cursor(cursor) if cursor is not None else None
+        need = None if limit is None else limit + 1  # one more tells whether there is a next page
+        out: list[tuple[JobRecord, tuple[float, str]]] = []
+        scanned = 0
+        while need is None or len(out) < need:
+            if need is None:
+                size = 1000
+            elif where is None:
+                size = min(1000, need - len(out))
+            else:  # filtered: read ahead, but never past the scan budget
+                size = min(1000, PAGE_SCAN_MAX - scanned)
+            batch = self._after(key, pos, size)
+            if not batch:
+                break
+            for job_id, score, raw in batch:
+                pos = (score, job_id)
+                scanned += 1
+                if raw is None:
+                    continue
+                rec = self.load(job_id, raw)
+                if (status is None or rec.status == status) and (where is None or where(rec)):
+                    out.append((rec, pos))
+                    if need is not None and len(out) == need:
+                        break
+            if len(batch) < size:
+                break
+            if where is not None and limit is not None and scanned >= PAGE_SCAN_MAX and len(out) < need:
+                return [rec for rec, _ in out], encode_cursor(*pos)  # a page of what was found so far
+        if need is not None and len(out) == need:
+            return [rec for rec, _ in out[:limit]], encode_cursor(*out[limit - 1][1])
+        return [rec for rec, _ in out], None
+
+    def _after(self, key: str, pos: tuple[float, str] | None, n: int) -> list[tuple[str, float, str | None]]:
+        """Up to ``n`` (id, score, record text) of sorted set ``key``, newest first, after ``pos``
+        (one round trip)."""
+        score, last = pos if pos is not None else ("", "")
+        flat = self._page_script(keys=[key], args=[n, repr(score) if pos is not None else "", job_key("")])
+        rows = [(flat[i], float(flat[i + 1]), flat[i + 2]) for i in range(0, len(flat), 3)]
+        if pos is not None:  # the first rows share the cursor's creation time: keep those after it (by id)
+            rows = [row for row in rows if row[1] != score or row[0] < last]
+        return rows[:n]
+
+    def reindex(self, chunk: int = 1000) -> int:
+        """File every record under its status (records written before the status indexes
+        existed); once per Redis, the first time a scheduler starts.  Returns the records read."""
+        if self.r.get(INDEXED) == INDEX_VERSION:
+            return 0
+        ids = self.r.zrange(JOBS, 0, -1, withscores=True)
+        for start in range(0, len(ids), chunk):
+            part = ids[start:start + chunk]
+            with self.r.pipeline(transaction=False) as p:
+                for (job_id, score), raw in zip(part, self.r.mget([job_key(i) for i, _ in part])):
+                    if raw is not None:  # only adds: a concurrent status change is never undone
+                        rec = self.load(job_id, raw)
+                        p.zadd(status_index(rec.status), {job_id: score})
+                        if rec.finished:
+                            p.zadd(FINISHED_AT, {job_id: finish_time(rec)})
+                p.execute()
+        self.r.set(INDEXED, INDEX_VERSION)
+        return len(ids)
+
+    def remove(self, job_id: str, extra_keys: Iterable[str] = ()) -> bool:
+        """Delete a finished job's record, every index entry of it and ``extra_keys`` (keys of
+        other layers: its grant, its timeline); False (nothing changed) if the job is not
+        finished or already gone."""
+        from .quarantine import quarantine_key
+
+        key = job_key(job_id)
+        with self.r.pipeline() as p:
+            while True:
+                try:
+                    p.watch(key)
+                    raw = p.get(key)
+                    if raw is not None:
+                        try:
+                            if not JobRecord.model_validate_json(raw).finished:
+                                p.reset()
+                                return False
+                        except Exception:  # noqa: BLE001 - unreadable: left to quarantine, not removed
+                            p.reset()
+                            return False
+                    p.multi()
+                    p.delete(key, quarantine_key(job_id), *extra_keys)
+                    p.zrem(JOBS, job_id)
+                    for status in STATUSES:
+                        p.zrem(status_index(status), job_id)
+                    p.zrem(FINISHED_AT, job_id)
+                    p.srem(ACTIVE, job_id)
+                    if raw is not None:
+                        p.xadd(EVENTS, {"type": "deleted", "job": job_id}, maxlen=EVENTS_MAXLEN, approximate=True)
+                    p.execute()
+                    return raw is not None
+                except redis.WatchError:
+                    continue
 
     def update(self, job_id: str, change: Callable[[JobRecord], bool | None], event: str | None = None) -> JobRecord | None:
         """Apply ``change`` to the record atomically.
@@ -120,26 +295,19 @@ class JobStore:
                     if change(rec) is False:
                         p.reset()
                         return None
+                    moved = rec.status != before
                     rec.note_status(before)  # every status change of a job goes through here
+                    score = (p.zscore(JOBS, job_id) or time.time()) if moved else 0.0
                     p.multi()
                     p.set(key, rec.model_dump_json())
+                    if moved:
+                        index_status(p, rec, score)
                     if event:
                         p.xadd(EVENTS, {"type": event, "job": job_id, "status": rec.status}, maxlen=EVENTS_MAXLEN, approximate=True)
                     p.execute()
                     return rec
                 except redis.WatchError:
                     continue
-
-    def delete(self, job_id: str, extra_keys: Iterable[str] = ()) -> None:
-        """Remove a job's record and every index of it (and ``extra_keys``: keys of other layers)."""
-        from .quarantine import quarantine_key
-
-        with self.r.pipeline() as p:
-            p.delete(job_key(job_id), quarantine_key(job_id), *extra_keys)
-            p.zrem(JOBS, job_id)
-            p.srem(ACTIVE, job_id)
-            p.xadd(EVENTS, {"type": "deleted", "job": job_id}, maxlen=EVENTS_MAXLEN, approximate=True)
-            p.execute()
 
     def update_progress(self, job_id: str, progress: float | None = None, metrics: dict[str, Any] | None = None) -> None:
         def change(rec: JobRecord) -> bool:

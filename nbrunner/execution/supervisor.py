@@ -60,6 +60,9 @@ class Supervisor:
         return env
 
     def start(self) -> "Supervisor":
+        from ..control.retention import keep_days
+
+        keep_days()  # a bad NBRUNNER_KEEP_DAYS stops here, with its one-line error, not in the scheduler's log
         self.settings.storage.mkdir(parents=True, exist_ok=True)
         self.settings.state_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.settings.state_dir, 0o700)

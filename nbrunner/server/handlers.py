@@ -19,12 +19,12 @@ from ..client.job import download_name, read_log, read_metrics, zip_dir
 from ..core.html import OUTPUT_HTML
 from ..core.errors import InvalidRequest, NbrunnerError, NotFound
 from ..core.limits import MAX_INT64, bad_input, loads_json
-from ..core.models import JobRecord
+from ..core.models import STATUSES, JobRecord
 
 API = r"/nbrunner/api"
 ID = r"(?P<job_id>[a-z0-9]{1,32})"
 MAX_BODY = 1024 * 1024
-STATUSES = ("queued", "running", "completed", "failed", "cancelled")
+DEFAULT_LIMIT, MAX_LIMIT = 1000, 10000  # jobs per page of GET /jobs
 
 
 class BaseHandler(APIHandler):
@@ -110,11 +110,16 @@ class JobsHandler(BaseHandler):
         status = self.get_query_argument("status", None)
         if status is not None and status not in STATUSES:
             raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
-        schedule = self.get_query_argument("schedule", None)
-        records = [r for r in self.cluster.store.all(status) if self.visible(r)]
-        if schedule is not None:  # a schedule's runs, newest first (also after the schedule was deleted)
-            records = [r for r in reversed(records) if r.schedule == schedule]
-        self.reply({"jobs": [r.to_dict() for r in records]})
+        raw = self.get_query_argument("limit", str(DEFAULT_LIMIT))
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 6 and 1 <= int(raw) <= MAX_LIMIT):
+            raise InvalidRequest(f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw[:20]!r}")
+        cursor = self.get_query_argument("cursor", None)
+        owner = None if self.is_admin() else self.user()
+        schedule = self.get_query_argument("schedule", None)  # a schedule's runs (also after it was deleted)
+        where = None if owner is None and schedule is None else (
+            lambda r: (owner is None or r.owner == owner) and (schedule is None or r.schedule == schedule))
+        records, after = self.cluster.store.page(status, int(raw), cursor, where=where)
+        self.reply({"jobs": [r.to_dict() for r in records], "next": after})
 
     @web.authenticated
     def post(self) -> None:
@@ -275,8 +280,7 @@ class ClusterHandler(BaseHandler):
 class TimelineHandler(BaseHandler):
     @web.authenticated
     def get(self) -> None:
-        visible = {r.id for r in self.cluster.store.all() if self.visible(r)}
-        self.reply({"jobs": [j for j in self.cluster.timeline() if j["id"] in visible]})
+        self.reply({"jobs": self.cluster.timeline(where=None if self.is_admin() else self.visible)})
 
 
 def _parameter(p: dict) -> dict:
