@@ -102,9 +102,15 @@ PATHS: dict[str, dict[str, Any]] = {
     "/jobs": {
         "get": {"summary": "List the jobs visible to the caller, newest first",
                 "parameters": [_query("status", {"type": "string", "enum": STATUSES}, "only jobs in this status"),
-                               _query("schedule", {"type": "string"}, "only the runs of this schedule")],
+                               _query("schedule", {"type": "string"}, "only the runs of this schedule"),
+                               _query("limit", {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000},
+                                      "at most this many jobs"),
+                               _query("cursor", {"type": "string"}, "the previous page's next: the page after it")],
                 "responses": {"200": _json({"type": "object", "properties": {
-                    "jobs": {"type": "array", "items": _ref("Job")}}}, "the jobs"), **BAD}},
+                    "jobs": {"type": "array", "items": _ref("Job")},
+                    "next": {"type": "string", "nullable": True,
+                             "description": "cursor of the next page, or null on the last one"}}},
+                    "a page of jobs"), **BAD}},
         "post": {"summary": "Submit a notebook as a job",
                  "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("JobRequest")}}},
                  "responses": {"201": _json(_ref("Job"), "the queued job"), **BAD}},
