@@ -2,7 +2,6 @@
  * The cluster view: GPU slots per host with the job holding each, and the
  * GPU allocation of every job over time (plain SVG, stacked step areas).
  */
-import { ReactWidget } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
@@ -10,7 +9,7 @@ import { errorMessage, getCluster, getTimeline, listJobs } from './api';
 import { colorMap, formatDuration, parseTime } from './format';
 import { CLUSTER_POLL_MS } from './constants';
 import { clusterIcon } from './icons';
-import { Poller } from './poller';
+import { PollingWidget } from './polling-widget';
 import { ICluster, IJob, ITimelineJob } from './types';
 
 const RANGES: Array<{ label: string; ms: number | null }> = [
@@ -22,14 +21,9 @@ const RANGES: Array<{ label: string; ms: number | null }> = [
   { label: 'last day', ms: 24 * 60 * 60 * 1000 }
 ];
 
-export class ClusterView extends ReactWidget {
+export class ClusterView extends PollingWidget {
   constructor(options: ClusterView.IOptions = {}) {
-    super();
-    this._poller = new Poller({
-      interval: options.interval ?? CLUSTER_POLL_MS,
-      active: () => this.isVisible,
-      tick: () => this.refresh()
-    });
+    super(options.interval ?? CLUSTER_POLL_MS);
     this.id = 'nbrunner-cluster-view';
     this.addClass('nbrunner-ClusterView');
     this.node.dataset.testid = 'nbrunner-cluster-view';
@@ -39,65 +33,41 @@ export class ClusterView extends ReactWidget {
     this.title.closable = true;
   }
 
-  async refresh(): Promise<void> {
-    if (this._busy) {
-      return;
+  /** Cluster slots, GPU timeline, and the jobs' names. */
+  protected async fetch(): Promise<void> {
+    const [cluster, timeline, jobs] = await Promise.allSettled([
+      getCluster(),
+      getTimeline(),
+      listJobs()
+    ]);
+    if (cluster.status === 'fulfilled') {
+      this._cluster = cluster.value;
+      this._clusterError = null;
+    } else {
+      this._clusterError = errorMessage(cluster.reason);
     }
-    this._busy = true;
-    try {
-      const [cluster, timeline, jobs] = await Promise.allSettled([
-        getCluster(),
-        getTimeline(),
-        listJobs()
-      ]);
-      if (cluster.status === 'fulfilled') {
-        this._cluster = cluster.value;
-        this._clusterError = null;
-      } else {
-        this._clusterError = errorMessage(cluster.reason);
-      }
-      if (timeline.status === 'fulfilled') {
-        this._timeline = Array.isArray(timeline.value?.jobs)
-          ? timeline.value.jobs
-          : [];
-        this._timelineError = null;
-      } else {
-        this._timelineError = errorMessage(timeline.reason);
-      }
-      if (jobs.status === 'fulfilled' && Array.isArray(jobs.value?.jobs)) {
-        this._jobs = new Map(jobs.value.jobs.map(j => [j.id, j]));
-      }
-      this._loaded = true;
-    } finally {
-      this._busy = false;
+    if (timeline.status === 'fulfilled') {
+      this._timeline = Array.isArray(timeline.value?.jobs) ? timeline.value.jobs : [];
+      this._timelineError = null;
+    } else {
+      this._timelineError = errorMessage(timeline.reason);
     }
-    this.update();
-  }
-
-  dispose(): void {
-    this._poller.dispose();
-    super.dispose();
-  }
-
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
-    this._start();
-    void this.refresh();
+    if (jobs.status === 'fulfilled' && Array.isArray(jobs.value?.jobs)) {
+      this._jobs = new Map(jobs.value.jobs.map(j => [j.id, j]));
+    }
+    this._loaded = true;
   }
 
   protected onAfterAttach(msg: Message): void {
     super.onAfterAttach(msg);
-    this._start();
     if (typeof ResizeObserver !== 'undefined' && !this._observer) {
       this._observer = new ResizeObserver(() => this._measure());
       this._observer.observe(this.node);
     }
     this._measure();
-    void this.refresh();
   }
 
   protected onBeforeDetach(msg: Message): void {
-    this._stop();
     this._observer?.disconnect();
     this._observer = null;
     super.onBeforeDetach(msg);
@@ -110,14 +80,6 @@ export class ClusterView extends ReactWidget {
       this._width = width;
       this.update();
     }
-  }
-
-  private _start(): void {
-    this._poller.start();
-  }
-
-  private _stop(): void {
-    this._poller.stop();
   }
 
   protected render(): React.ReactElement {
@@ -285,8 +247,6 @@ export class ClusterView extends ReactWidget {
     );
   }
 
-  private _poller: Poller;
-  private _busy = false;
   private _loaded = false;
   private _cluster: ICluster | null = null;
   private _clusterError: string | null = null;

@@ -3,8 +3,6 @@
  * over time, a chart per metric, the error with its cause, and the job's actions.
  * Refreshed by a Poller while the job has not ended.
  */
-import { ReactWidget } from '@jupyterlab/ui-components';
-import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
 import {
@@ -17,7 +15,7 @@ import {
 } from '../api';
 import { CANCELLABLE_STATUSES, JOBS_POLL_MS } from '../constants';
 import { formatDuration, jobElapsed, parseTime, PALETTE } from '../format';
-import { Poller } from '../poller';
+import { PollingWidget } from '../polling-widget';
 import {
   DownloadFormat,
   IJob,
@@ -92,17 +90,12 @@ function formatValue(value: JSONValue): string {
   return typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value);
 }
 
-export class JobPage extends ReactWidget {
+export class JobPage extends PollingWidget {
   constructor(options: JobPage.IOptions) {
-    super();
+    super(options.interval ?? JOBS_POLL_MS);
     this.jobId = options.id;
     this._actions = options.actions;
     this._name = options.name || options.id;
-    this._poller = new Poller({
-      interval: options.interval ?? JOBS_POLL_MS,
-      active: () => this.isVisible,
-      tick: () => this.refresh()
-    });
     this.id = `nbrunner-job-page-${options.id}`;
     this.addClass('nbrunner-JobPage');
     this.node.dataset.testid = 'nbrunner-job-page';
@@ -120,84 +113,48 @@ export class JobPage extends ReactWidget {
     return this._name;
   }
 
-  /** Fetch the record, metrics and GPU series now. */
-  async refresh(): Promise<void> {
-    if (this._busy || this.isDisposed) {
-      return;
+  /** The record, metrics and GPU series. */
+  protected async fetch(): Promise<void> {
+    const [job, metrics, timeline] = await Promise.allSettled([
+      getJob(this.jobId),
+      getMetrics(this.jobId),
+      getTimeline()
+    ]);
+    if (job.status === 'fulfilled') {
+      this._job = job.value;
+      this._name = job.value.name || this._name;
+      this._error = null;
+      this._gone = false;
+    } else {
+      this._error = errorMessage(job.reason);
+      this._gone = job.reason instanceof ApiError && job.reason.status === 404;
     }
-    this._busy = true;
-    try {
-      const [job, metrics, timeline] = await Promise.allSettled([
-        getJob(this.jobId),
-        getMetrics(this.jobId),
-        getTimeline()
-      ]);
-      if (job.status === 'fulfilled') {
-        this._job = job.value;
-        this._name = job.value.name || this._name;
-        this._error = null;
-        this._gone = false;
-      } else {
-        this._error = errorMessage(job.reason);
-        this._gone = job.reason instanceof ApiError && job.reason.status === 404;
+    if (metrics.status === 'fulfilled') {
+      this._metrics = Array.isArray(metrics.value?.metrics)
+        ? metrics.value.metrics
+        : [];
+      this._metricsError = null;
+    } else {
+      this._metricsError = errorMessage(metrics.reason);
+    }
+    if (timeline.status === 'fulfilled') {
+      const mine = (timeline.value?.jobs ?? []).find(j => j.id === this.jobId);
+      this._gpus = mine?.points ?? [];
+    }
+    // Once ended, a few more polls (the GPU release lands just after the status).
+    if (this._gone || (this._job && isFinished(this._job.status))) {
+      if (++this._endedPolls >= 3) {
+        this.poller.stop();
       }
-      if (metrics.status === 'fulfilled') {
-        this._metrics = Array.isArray(metrics.value?.metrics)
-          ? metrics.value.metrics
-          : [];
-        this._metricsError = null;
-      } else {
-        this._metricsError = errorMessage(metrics.reason);
+    } else {
+      this._endedPolls = 0;
+      if (this.isVisible) {
+        this.poller.start();
       }
-      if (timeline.status === 'fulfilled') {
-        const mine = (timeline.value?.jobs ?? []).find(j => j.id === this.jobId);
-        this._gpus = mine?.points ?? [];
-      }
-      // Once ended, a few more polls (the GPU release lands just after the status).
-      if (this._gone || (this._job && isFinished(this._job.status))) {
-        if (++this._endedPolls >= 3) {
-          this._poller.stop();
-        }
-      } else {
-        this._endedPolls = 0;
-        if (this.isVisible) {
-          this._poller.start();
-        }
-      }
-    } finally {
-      this._busy = false;
     }
     if (!this.isDisposed) {
       this._setTitle();
-      this.update();
     }
-  }
-
-  dispose(): void {
-    this._poller.dispose();
-    super.dispose();
-  }
-
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
-    this._poller.start();
-    void this.refresh();
-  }
-
-  protected onAfterAttach(msg: Message): void {
-    super.onAfterAttach(msg);
-    this._poller.start();
-    void this.refresh();
-  }
-
-  protected onBeforeHide(msg: Message): void {
-    super.onBeforeHide(msg);
-    this._poller.stop();
-  }
-
-  protected onBeforeDetach(msg: Message): void {
-    this._poller.stop();
-    super.onBeforeDetach(msg);
   }
 
   private _setTitle(): void {
@@ -529,7 +486,6 @@ export class JobPage extends ReactWidget {
   }
 
   private _actions: JobPage.IActions;
-  private _poller: Poller;
   private _name: string;
   private _job: IJob | null = null;
   private _metrics: IMetricsRow[] = [];
@@ -537,7 +493,6 @@ export class JobPage extends ReactWidget {
   private _gpus: ITimelinePoint[] = [];
   private _error: string | null = null;
   private _gone = false;
-  private _busy = false;
   private _acting: string | null = null;
   private _endedPolls = 0;
 }

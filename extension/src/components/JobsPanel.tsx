@@ -3,7 +3,6 @@
  * of the cluster.  Refreshed by a Poller while visible.
  */
 import { Notification } from '@jupyterlab/apputils';
-import { ReactWidget } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
@@ -19,7 +18,7 @@ import {
 import { JOBS_POLL_MS, STATUSES } from '../constants';
 import { parseTime } from '../format';
 import { jobsIcon } from '../icons';
-import { Poller } from '../poller';
+import { PollingWidget } from '../polling-widget';
 import { ICluster, IJob } from '../types';
 import { ClusterSummary } from './ClusterSummary';
 import { confirmCancel } from './confirmCancel';
@@ -79,15 +78,10 @@ export function groupJobs(jobs: IJob[]): Entry[] {
   return entries;
 }
 
-export class JobsPanel extends ReactWidget {
+export class JobsPanel extends PollingWidget {
   constructor(options: JobsPanel.IOptions) {
-    super();
+    super(options.interval ?? JOBS_POLL_MS);
     this._options = options;
-    this._poller = new Poller({
-      interval: options.interval ?? JOBS_POLL_MS,
-      active: () => this.isVisible,
-      tick: () => this.refresh()
-    });
     this.id = 'nbrunner-jobs-panel';
     this.addClass('nbrunner-JobsPanel');
     this.node.dataset.testid = 'nbrunner-jobs-panel';
@@ -103,24 +97,6 @@ export class JobsPanel extends ReactWidget {
     return this._jobs;
   }
 
-  /** Fetch jobs, cluster summary and sweeps now. */
-  async refresh(): Promise<void> {
-    if (this._inFlight) {
-      this._again = true;
-      return this._inFlight;
-    }
-    this._inFlight = this._fetch();
-    try {
-      await this._inFlight;
-    } finally {
-      this._inFlight = null;
-    }
-    if (this._again) {
-      this._again = false;
-      await this.refresh();
-    }
-  }
-
   /** Mark a job (e.g. one just submitted) and scroll to it. */
   highlight(id: string): void {
     this._highlight = id;
@@ -132,35 +108,6 @@ export class JobsPanel extends ReactWidget {
       }
     }, 4000);
     this.update();
-  }
-
-  dispose(): void {
-    this._poller.dispose();
-    super.dispose();
-  }
-
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
-    this._poller.start();
-    void this.refresh();
-  }
-
-  protected onAfterAttach(msg: Message): void {
-    super.onAfterAttach(msg);
-    if (this.isVisible) {
-      this._poller.start();
-      void this.refresh();
-    }
-  }
-
-  protected onBeforeHide(msg: Message): void {
-    super.onBeforeHide(msg);
-    this._poller.stop();
-  }
-
-  protected onBeforeDetach(msg: Message): void {
-    this._poller.stop();
-    super.onBeforeDetach(msg);
   }
 
   protected onUpdateRequest(msg: Message): void {
@@ -179,7 +126,8 @@ export class JobsPanel extends ReactWidget {
     }
   }
 
-  private async _fetch(): Promise<void> {
+  /** Jobs, cluster summary and the sweeps of the listed trials. */
+  protected async fetch(): Promise<void> {
     const [jobs, cluster, withModel] = await Promise.allSettled([
       listJobs(this._filter || undefined),
       getCluster(),
@@ -227,7 +175,6 @@ export class JobsPanel extends ReactWidget {
         this._sweeps.delete(id);
       }
     }
-    this.update();
   }
 
   private _replaceJob(job: IJob): void {
@@ -444,9 +391,6 @@ export class JobsPanel extends ReactWidget {
   }
 
   private _options: JobsPanel.IOptions;
-  private _poller: Poller;
-  private _inFlight: Promise<void> | null = null;
-  private _again = false;
   private _jobs: IJob[] | null = null;
   private _cluster: ICluster | null = null;
   private _withModel = new Set<string>();

@@ -4,8 +4,6 @@
  * Poller while visible.
  */
 import { Notification } from '@jupyterlab/apputils';
-import { ReactWidget } from '@jupyterlab/ui-components';
-import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
 import { errorMessage } from '../api';
@@ -19,7 +17,7 @@ import {
   startModelServer,
   stopModelServer
 } from '../models-api';
-import { Poller } from '../poller';
+import { PollingWidget } from '../polling-widget';
 import { ModelRow } from './ModelRow';
 
 /** Models by name, newest version first within a name. */
@@ -31,14 +29,9 @@ export function sortModels(models: IModel[]): IModel[] {
     );
 }
 
-export class ModelsPanel extends ReactWidget {
+export class ModelsPanel extends PollingWidget {
   constructor(options: { interval?: number } = {}) {
-    super();
-    this._poller = new Poller({
-      interval: options.interval ?? MODELS_POLL_MS,
-      active: () => this.isVisible,
-      tick: () => this.refresh()
-    });
+    super(options.interval ?? MODELS_POLL_MS);
     this.id = 'nbrunner-models-panel';
     this.addClass('nbrunner-ModelsPanel');
     this.node.dataset.testid = 'nbrunner-models-panel';
@@ -48,8 +41,8 @@ export class ModelsPanel extends ReactWidget {
     this.node.setAttribute('aria-label', 'nbrunner models');
   }
 
-  /** Fetch the registry and the running servers now. */
-  async refresh(): Promise<void> {
+  /** The registry and the running servers. */
+  protected async fetch(): Promise<void> {
     const [models, servers] = await Promise.allSettled([
       listModels(),
       listModelServers()
@@ -65,7 +58,6 @@ export class ModelsPanel extends ReactWidget {
         (servers.value?.servers ?? []).map(s => [s.name, s] as [string, IModelServer])
       );
     }
-    this.update();
   }
 
   /** Mark a model version (e.g. one just registered). */
@@ -78,35 +70,6 @@ export class ModelsPanel extends ReactWidget {
       }
     }, 4000);
     this.update();
-  }
-
-  dispose(): void {
-    this._poller.dispose();
-    super.dispose();
-  }
-
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
-    this._poller.start();
-    void this.refresh();
-  }
-
-  protected onAfterAttach(msg: Message): void {
-    super.onAfterAttach(msg);
-    if (this.isVisible) {
-      this._poller.start();
-      void this.refresh();
-    }
-  }
-
-  protected onBeforeHide(msg: Message): void {
-    super.onBeforeHide(msg);
-    this._poller.stop();
-  }
-
-  protected onBeforeDetach(msg: Message): void {
-    this._poller.stop();
-    super.onBeforeDetach(msg);
   }
 
   private async _serve(model: IModel): Promise<void> {
@@ -204,7 +167,6 @@ export class ModelsPanel extends ReactWidget {
     );
   }
 
-  private _poller: Poller;
   private _models: IModel[] | null = null;
   private _servers = new Map<string, IModelServer>();
   private _error: string | null = null;

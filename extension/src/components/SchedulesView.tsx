@@ -4,8 +4,7 @@
  * live.  Refreshed by a Poller while visible.
  */
 import { Notification } from '@jupyterlab/apputils';
-import { LabIcon, ReactWidget } from '@jupyterlab/ui-components';
-import { Message } from '@lumino/messaging';
+import { LabIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import {
@@ -25,7 +24,7 @@ import { confirmCancel } from './confirmCancel';
 import { confirmDeleteSchedule } from './confirmDeleteSchedule';
 import { IRowHandlers, JobRow } from './JobRow';
 import { IScheduleHandlers, ScheduleRow } from './ScheduleRow';
-import { Poller } from '../poller';
+import { PollingWidget } from '../polling-widget';
 
 /** A clock face: schedules. */
 const SCHEDULE_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
@@ -48,15 +47,10 @@ export namespace SchedulesView {
   }
 }
 
-export class SchedulesView extends ReactWidget {
+export class SchedulesView extends PollingWidget {
   constructor(options: SchedulesView.IOptions) {
-    super();
+    super(options.interval ?? JOBS_POLL_MS);
     this._options = options;
-    this._poller = new Poller({
-      interval: options.interval ?? JOBS_POLL_MS,
-      active: () => this.isVisible,
-      tick: () => this.refresh()
-    });
     this.addClass('nbrunner-SchedulesView');
     this.node.dataset.testid = 'nbrunner-schedules-view';
     this.node.setAttribute('role', 'region');
@@ -74,46 +68,8 @@ export class SchedulesView extends ReactWidget {
     void this.refresh();
   }
 
-  async refresh(): Promise<void> {
-    if (this._inFlight) {
-      this._again = true;
-      return this._inFlight;
-    }
-    this._inFlight = this._fetch();
-    try {
-      await this._inFlight;
-    } finally {
-      this._inFlight = null;
-    }
-    if (this._again) {
-      this._again = false;
-      await this.refresh();
-    }
-  }
-
-  dispose(): void {
-    this._poller.dispose();
-    super.dispose();
-  }
-
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
-    this._poller.start();
-    void this.refresh();
-  }
-
-  protected onAfterAttach(msg: Message): void {
-    super.onAfterAttach(msg);
-    this._poller.start();
-    void this.refresh();
-  }
-
-  protected onBeforeDetach(msg: Message): void {
-    this._poller.stop();
-    super.onBeforeDetach(msg);
-  }
-
-  private async _fetch(): Promise<void> {
+  /** The schedules and the runs of the selected one. */
+  protected async fetch(): Promise<void> {
     const selected = this._selected;
     const [schedules, runs] = await Promise.allSettled([
       listSchedules(),
@@ -146,7 +102,6 @@ export class SchedulesView extends ReactWidget {
         this._runsError = errorMessage(runs.reason);
       }
     }
-    this.update();
   }
 
   private async _act(schedule: ISchedule, what: string, action: () => Promise<void>) {
@@ -342,13 +297,10 @@ export class SchedulesView extends ReactWidget {
   }
 
   private _options: SchedulesView.IOptions;
-  private _poller: Poller;
   private _schedules: ISchedule[] | null = null;
   private _error: string | null = null;
   private _selected: string | null = null;
   private _runs: IJob[] | null = null;
   private _runsError: string | null = null;
   private _pending = new Set<string>();
-  private _inFlight: Promise<void> | null = null;
-  private _again = false;
 }
