@@ -142,6 +142,15 @@ def refused(url: str) -> bool:
     return False
 
 
+def assert_one_line_error(p, code: int, *words: str) -> None:
+    """A finished CLI process failed with exit ``code`` and one stderr line (no traceback) naming ``words``."""
+    assert p.returncode == code, (p.returncode, p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
 def released_timeline(job, timeout: float = 30.0) -> list[int]:
     """The GPU counts of an ended job's timeline, once its worker has written the final release
     (that point lands just after the job's final status)."""
