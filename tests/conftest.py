@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from support import REPO, short_tmpdir
+from support import REPO, rest_api, short_tmpdir
 
 # clusters started by the tests register in a runtime directory of their own, not the user's
 os.environ["NBRUNNER_RUNTIME_DIR"] = str(short_tmpdir("nbrrt"))
@@ -44,3 +44,17 @@ def cluster(shared_workspace):
     yield c
     c.shutdown()
     os.environ.update(saved)
+
+
+@pytest.fixture
+def jp_server_config():
+    """The Jupyter server of pytest_jupyter's ``jp_*`` fixtures, with the nbrunner extension on (a module
+    may override it; each module points ``jp_root_dir`` at its own workspace)."""
+    return {"ServerApp": {"jpserver_extensions": {"nbrunner.server": True}}}
+
+
+@pytest.fixture
+def api(jp_fetch):
+    """The nbrunner REST API through ``jp_fetch``: ``await api(method, *path, body=..., **params)``
+    returns ``(status code, JSON body)``."""
+    return rest_api(jp_fetch)

@@ -1,10 +1,17 @@
-"""Helpers for tests: notebooks written from code, short-path temp dirs, polling with a deadline."""
+"""Helpers for tests: notebooks written from code, short-path temp dirs, polling with a deadline,
+a cluster of a module's own, REST calls through jp_fetch and plain HTTP."""
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
+import os
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import nbformat
 
@@ -40,6 +47,108 @@ def wait_for(condition: Callable[[], object], timeout: float = 30.0, interval: f
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(interval)
+
+
+async def poll(check, timeout: float, what: str):
+    """Await ``check()`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        await asyncio.sleep(0.1)
+
+
+CLUSTER_ENV = ("NBRUNNER_REDIS_URL", "NBRUNNER_WORKSPACE", "NBRUNNER_STORAGE")
+FINAL = ("completed", "failed", "cancelled")
+
+
+@contextlib.contextmanager
+def own_cluster(ws: Path, **options) -> Iterator:
+    """A real cluster on ``ws`` (``nbrunner.setup_cluster(workspace=ws, **options)``) that ignores the
+    caller's cluster variables while it runs; shut down and the variables restored on exit."""
+    import nbrunner
+
+    saved = {k: os.environ.pop(k) for k in CLUSTER_ENV if k in os.environ}
+    cluster = nbrunner.setup_cluster(workspace=ws, **options)
+    try:
+        yield cluster
+    finally:
+        cluster.shutdown()
+        os.environ.update(saved)
+
+
+def rest_fetch(jp_fetch, headers: dict | None = None):
+    """An async ``call(method, *path, body=None, raw=None, **params)`` to the nbrunner REST API that
+    returns the raw response (error statuses included); POST and PATCH send ``{}`` without a body."""
+    async def call(method: str, *path: str, body=None, raw: bytes | None = None, **params):
+        kwargs = {"method": method, "raise_error": False}
+        if headers:
+            kwargs["headers"] = headers
+        if params:
+            kwargs["params"] = params
+        if raw is not None:
+            kwargs["body"] = raw
+        elif body is not None:
+            kwargs["body"] = json.dumps(body)
+        elif method in ("POST", "PATCH"):
+            kwargs["body"] = "{}"
+        return await jp_fetch("nbrunner", "api", *path, **kwargs)
+
+    return call
+
+
+def rest_api(jp_fetch, headers: dict | None = None):
+    """Like `rest_fetch`, but the call returns ``(status code, decoded JSON body or None)``."""
+    fetch = rest_fetch(jp_fetch, headers)
+
+    async def call(method: str, *path: str, **kw):
+        resp = await fetch(method, *path, **kw)
+        return resp.code, json.loads(resp.body) if resp.body else None
+
+    return call
+
+
+async def wait_status(api, job_id: str, statuses=FINAL, timeout=90) -> dict:
+    """The job (through the REST ``api``) once its status is one of ``statuses``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        code, job = await api("GET", "jobs", job_id)
+        assert code == 200
+        if job["status"] in statuses:
+            return job
+        assert time.monotonic() < deadline, f"job {job_id} still {job['status']}"
+        await asyncio.sleep(0.2)
+
+
+def http(method: str, url: str, body=None) -> tuple[int, dict]:
+    """A JSON request to a plain HTTP server: (status, decoded body), error statuses included."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def refused(url: str) -> bool:
+    """Whether nothing listens at ``url`` any more (its /health is refused)."""
+    try:
+        urllib.request.urlopen(url + "/health", timeout=2)
+    except urllib.error.URLError as exc:
+        return isinstance(exc.reason, ConnectionRefusedError)
+    return False
+
+
+def assert_one_line_error(p, code: int, *words: str) -> None:
+    """A finished CLI process failed with exit ``code`` and one stderr line (no traceback) naming ``words``."""
+    assert p.returncode == code, (p.returncode, p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
 
 
 def released_timeline(job, timeout: float = 30.0) -> list[int]:

@@ -11,20 +11,12 @@ import time
 import psutil
 import pytest
 
-from support import make_notebook, short_tmpdir, wait_for
+from support import assert_one_line_error, make_notebook, short_tmpdir, wait_for
 
 
 def run(*args: str, cwd=None, env=None, timeout=120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "nbrunner", *args], capture_output=True, text=True, cwd=cwd,
                           env={**os.environ, **(env or {})}, timeout=timeout)
-
-
-def assert_one_line_error(p: subprocess.CompletedProcess, code: int, *words: str) -> None:
-    assert p.returncode == code, (p.returncode, p.stdout, p.stderr)
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
-    for w in words:
-        assert w in lines[0], lines[0]
 
 
 @pytest.fixture(scope="module")

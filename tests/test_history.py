@@ -18,7 +18,7 @@ from nbrunner.core.errors import InvalidRequest
 from nbrunner.core.keys import FINISHED_AT, INDEXED, JOBS, job_key, status_index
 from nbrunner.core.models import JobRecord
 
-from support import make_notebook, short_tmpdir, wait_for
+from support import make_notebook, own_cluster, short_tmpdir, wait_for
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -57,16 +57,13 @@ def ws():
     ws = short_tmpdir()
     make_notebook(ws / "hello.ipynb", "print('hello')")
     make_notebook(ws / "slow.ipynb", "import time\ntime.sleep(120)")
-    saved = {k: os.environ.pop(k) for k in ("NBRUNNER_REDIS_URL", "NBRUNNER_WORKSPACE", "NBRUNNER_STORAGE")
-             if k in os.environ}
     os.environ["NBRUNNER_KEEP_DAYS"] = "1"  # the scheduler expires jobs that finished over a day ago
     try:
-        cluster = nbrunner.setup_cluster(gpus=0, workers=1, workspace=ws)
+        with own_cluster(ws, gpus=0, workers=1):
+            del os.environ["NBRUNNER_KEEP_DAYS"]
+            yield ws
     finally:
-        del os.environ["NBRUNNER_KEEP_DAYS"]
-    yield ws
-    cluster.shutdown()
-    os.environ.update(saved)
+        os.environ.pop("NBRUNNER_KEEP_DAYS", None)
 
 
 @pytest.fixture(scope="module")
@@ -233,11 +230,6 @@ def test_keep_days_setting():
 @pytest.fixture
 def jp_root_dir(ws):
     return ws
-
-
-@pytest.fixture
-def jp_server_config():
-    return {"ServerApp": {"jpserver_extensions": {"nbrunner.server": True}}}
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import os
 import time
 import zipfile
 
@@ -13,11 +12,9 @@ import pytest
 
 import nbrunner
 
-from support import make_notebook, short_tmpdir
+from support import make_notebook, own_cluster, rest_fetch, short_tmpdir, wait_status
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
-
-FINAL = ("completed", "failed", "cancelled")
 
 
 @pytest.fixture(scope="module")
@@ -27,12 +24,8 @@ def root():
                   "print('hello', NAME, TIMES)", parameters="NAME = 'world'\nTIMES = 3")
     make_notebook(ws / "boom.ipynb", "print('before the error')", "raise ValueError('kaboom')")
     make_notebook(ws / "slow.ipynb", "print('first cell done')", "import time\ntime.sleep(120)")
-    env = {k: os.environ.pop(k) for k in ("NBRUNNER_REDIS_URL", "NBRUNNER_WORKSPACE", "NBRUNNER_STORAGE")
-           if k in os.environ}
-    cluster = nbrunner.setup_cluster(gpus=2, workers=2, workspace=ws)
-    yield ws
-    cluster.shutdown()
-    os.environ.update(env)
+    with own_cluster(ws, gpus=2, workers=2):
+        yield ws
 
 
 @pytest.fixture
@@ -41,46 +34,9 @@ def jp_root_dir(root):
 
 
 @pytest.fixture
-def jp_server_config():
-    return {"ServerApp": {"jpserver_extensions": {"nbrunner.server": True}}}
-
-
-@pytest.fixture
 def fetch(jp_fetch):
     """The raw response (status code, headers, body bytes) of an API call."""
-    async def call(method: str, *path: str, body=None, raw: bytes | None = None, **params):
-        kwargs = {"method": method, "raise_error": False}
-        if params:
-            kwargs["params"] = params
-        if raw is not None:
-            kwargs["body"] = raw
-        elif body is not None:
-            kwargs["body"] = json.dumps(body)
-        elif method in ("POST", "PATCH"):
-            kwargs["body"] = "{}"
-        return await jp_fetch("nbrunner", "api", *path, **kwargs)
-
-    return call
-
-
-@pytest.fixture
-def api(fetch):
-    async def call(method: str, *path: str, **kw):
-        resp = await fetch(method, *path, **kw)
-        return resp.code, json.loads(resp.body) if resp.body else None
-
-    return call
-
-
-async def wait_until(api, job_id: str, statuses=FINAL, timeout=90) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        code, job = await api("GET", "jobs", job_id)
-        assert code == 200
-        if job["status"] in statuses:
-            return job
-        assert time.monotonic() < deadline, f"job {job_id} still {job['status']}"
-        await asyncio.sleep(0.2)
+    return rest_fetch(jp_fetch)
 
 
 async def wait_file(path, text: str, timeout=60) -> str:
@@ -116,7 +72,7 @@ def assert_html_at_final_status(root, job: dict, *texts: str) -> str:
 async def test_completed_job_history_html_metrics_and_downloads(api, fetch, root):
     code, job = await api("POST", "jobs", body={"notebook": "hello.ipynb", "parameters": {"NAME": "page"}})
     assert code == 201 and statuses(job) == ["queued"] and job["history"][0]["at"] == job["created_at"]
-    done = await wait_until(api, job["id"])
+    done = await wait_status(api, job["id"])
     assert done["status"] == "completed", done["error"]
     assert statuses(done) == ["queued", "running", "completed"]
     assert [h["at"] for h in done["history"]] == [done["created_at"], done["started_at"], done["finished_at"]]
@@ -147,7 +103,7 @@ async def test_completed_job_history_html_metrics_and_downloads(api, fetch, root
 
 async def test_failed_job_history_and_html(api, root):
     _, job = await api("POST", "jobs", body={"notebook": "boom.ipynb"})
-    done = await wait_until(api, job["id"])
+    done = await wait_status(api, job["id"])
     assert done["status"] == "failed" and "kaboom" in done["error"]
     assert statuses(done) == ["queued", "running", "failed"]
     assert_html_at_final_status(root, done, "before the error", "kaboom")
@@ -155,7 +111,7 @@ async def test_failed_job_history_and_html(api, root):
 
 async def test_cancelled_while_running_and_while_queued(api, root):
     _, job = await api("POST", "jobs", body={"notebook": "slow.ipynb"})
-    await wait_until(api, job["id"], ("running",), 60)
+    await wait_status(api, job["id"], ("running",), 60)
     await wait_file(job_dir(root, job["id"]) / "output.ipynb", "first cell done")
     code, cancelled = await api("DELETE", "jobs", job["id"])
     assert code == 200 and cancelled["status"] == "cancelled"
@@ -174,13 +130,13 @@ async def test_cancelled_while_running_and_while_queued(api, root):
 async def test_rerun_merges_parameters_and_runs(api, root):
     _, first = await api("POST", "jobs", body={"notebook": "hello.ipynb", "parameters": {"NAME": "one"},
                                                "name": "greeter", "priority": 7000, "timeout": 300})
-    await wait_until(api, first["id"])
+    await wait_status(api, first["id"])
     code, again = await api("POST", "jobs", first["id"], "rerun", body={"parameters": {"NAME": "two"}})
     assert code == 201 and again["id"] != first["id"]
     assert again["parameters"] == {"NAME": "two"} and again["name"] == "greeter"
     assert (again["priority"], again["timeout"], again["max_gpus"]) == (7000, 300.0, 0)
     assert again["owner"] == first["owner"] and again["notebook"] == first["notebook"]
-    done = await wait_until(api, again["id"])
+    done = await wait_status(api, again["id"])
     assert done["status"] == "completed", done["error"]
     assert "hello two 3" in (job_dir(root, again["id"]) / "output.html").read_text()
     code, log = await api("GET", "jobs", again["id"], "log")
@@ -188,19 +144,19 @@ async def test_rerun_merges_parameters_and_runs(api, root):
     # the snapshot is what runs, not the notebook as it is now
     code, plain = await api("POST", "jobs", first["id"], "rerun")
     assert code == 201 and plain["parameters"] == {"NAME": "one"}
-    await wait_until(api, plain["id"])
+    await wait_status(api, plain["id"])
 
 
 async def test_purge(api, root):
     _, slow = await api("POST", "jobs", body={"notebook": "slow.ipynb"})
-    await wait_until(api, slow["id"], ("running",), 60)
+    await wait_status(api, slow["id"], ("running",), 60)
     code, data = await api("DELETE", "jobs", slow["id"], purge="true")
     assert code == 409 and "running" in data["message"]
     assert job_dir(root, slow["id"]).is_dir()
     await api("DELETE", "jobs", slow["id"])
 
     _, job = await api("POST", "jobs", body={"notebook": "hello.ipynb"})
-    await wait_until(api, job["id"])
+    await wait_status(api, job["id"])
     code, data = await api("DELETE", "jobs", job["id"], purge="true")
     assert code == 204 and data is None
     code, data = await api("GET", "jobs", job["id"])

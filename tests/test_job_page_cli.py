@@ -7,8 +7,8 @@ import zipfile
 
 import pytest
 
-from support import make_notebook
-from test_cli import assert_one_line_error, run
+from support import assert_one_line_error, make_notebook
+from test_cli import run
 
 
 @pytest.fixture(scope="module")

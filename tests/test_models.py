@@ -16,7 +16,7 @@ from nbrunner.core.errors import InvalidRequest, NotFound
 from nbrunner.serving.registry import list_models, register_model, resolve
 from nbrunner.serving.serve import make_server, serve_in_thread
 
-from support import make_notebook, short_tmpdir, wait_for
+from support import make_notebook, own_cluster, short_tmpdir, wait_for
 
 TRAIN = '''
 import torch
@@ -66,19 +66,13 @@ def trained():
     ws = short_tmpdir()
     make_notebook(ws / "train.ipynb", TRAIN, parameters="HIDDEN = 32\nSTEPS = 150")
     make_notebook(ws / "nomodel.ipynb", "print('no model here')")
-    env = {k: os.environ.pop(k) for k in ("NBRUNNER_REDIS_URL", "NBRUNNER_WORKSPACE", "NBRUNNER_STORAGE")
-           if k in os.environ}
-    cluster = nbrunner.setup_cluster(gpus=0, workers=2, workspace=ws)
-    try:
+    with own_cluster(ws, gpus=0, workers=2) as cluster:
         job = cluster.submit(ws / "train.ipynb")
         plain = cluster.submit(ws / "nomodel.ipynb")
         job.wait(120)
         plain.wait(60)
         assert job.record.status == "completed", job.record.error
         yield ws, job, plain
-    finally:
-        cluster.shutdown()
-        os.environ.update(env)
 
 
 def digits():

@@ -1,17 +1,12 @@
 """The models REST routes (registry and model servers) against a real cluster and real `nbrunner serve` processes."""
 from __future__ import annotations
 
-import json
 import os
 import socket
-import urllib.error
-import urllib.request
 
 import pytest
 
-import nbrunner
-
-from support import make_notebook, short_tmpdir, wait_for
+from support import http, make_notebook, own_cluster, refused, short_tmpdir, wait_for
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -46,10 +41,7 @@ def trained():
     ws = short_tmpdir()
     make_notebook(ws / "train.ipynb", TRAIN)
     make_notebook(ws / "plain.ipynb", "print('no model')")
-    env = {k: os.environ.pop(k) for k in ("NBRUNNER_REDIS_URL", "NBRUNNER_WORKSPACE", "NBRUNNER_STORAGE")
-           if k in os.environ}
-    cluster = nbrunner.setup_cluster(gpus=0, workers=2, workspace=ws)
-    try:
+    with own_cluster(ws, gpus=0, workers=2) as cluster:
         job = cluster.submit(ws / "train.ipynb")
         plain = cluster.submit(ws / "plain.ipynb")
         job.wait(120)
@@ -57,9 +49,6 @@ def trained():
         assert job.record.status == "completed", job.record.error
         assert plain.record.status == "completed", plain.record.error
         yield ws, job.id, plain.id
-    finally:
-        cluster.shutdown()
-        os.environ.update(env)
 
 
 @pytest.fixture
@@ -67,48 +56,11 @@ def jp_root_dir(trained):
     return trained[0]
 
 
-@pytest.fixture
-def jp_server_config():
-    return {"ServerApp": {"jpserver_extensions": {"nbrunner.server": True}}}
-
-
-@pytest.fixture
-def api(jp_fetch):
-    async def call(method: str, *path: str, body=None):
-        kwargs = {"method": method, "raise_error": False}
-        if body is not None:
-            kwargs["body"] = json.dumps(body)
-        elif method == "POST":
-            kwargs["body"] = "{}"
-        resp = await jp_fetch("nbrunner", "api", *path, **kwargs)
-        return resp.code, (json.loads(resp.body) if resp.body else None)
-
-    return call
-
-
-def http(method: str, url: str, body=None) -> tuple[int, dict]:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
 def gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    return False
-
-
-def refused(url: str) -> bool:
-    try:
-        urllib.request.urlopen(url + "/health", timeout=2)
-    except urllib.error.URLError as exc:
-        return isinstance(exc.reason, ConnectionRefusedError)
     return False
 
 

@@ -21,7 +21,7 @@ from nbrunner.core.keys import LEASE
 from nbrunner.core.models import parse_time
 from nbrunner.core.schedules import ScheduleSpec, check_cron, next_fire
 
-from support import make_notebook, wait_for
+from support import assert_one_line_error, make_notebook, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -214,14 +214,6 @@ def run(*args: str, timeout=60) -> subprocess.CompletedProcess:
                           env=os.environ.copy())
 
 
-def one_line_error(p: subprocess.CompletedProcess, code: int, *words: str) -> None:
-    assert p.returncode == code, (p.returncode, p.stdout, p.stderr)
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
-    for w in words:
-        assert w in lines[0], lines[0]
-
-
 def test_cli_add_list_show_pause_resume_delete(cluster, ws):
     d = ["--dir", str(ws)]
     p = run("schedule", "add", "quick.ipynb", "--cron", "30 4 * * 1", "--tz", "America/New_York", "-p", "N", "5",
@@ -243,7 +235,7 @@ def test_cli_add_list_show_pause_resume_delete(cluster, ws):
     assert json.loads(run("schedule", "show", s["id"], *d).stdout)["next_run_at"] == s["next_run_at"]
     p = run("schedule", "delete", s["id"], *d)
     assert p.returncode == 0
-    one_line_error(run("schedule", "show", s["id"], *d), 1, "no schedule")
+    assert_one_line_error(run("schedule", "show", s["id"], *d), 1, "no schedule")
     p = run("schedule", "add", "quick.ipynb", "--every", "60", *d)
     assert p.returncode == 0 and len(p.stdout.strip()) == 8
     run("schedule", "delete", p.stdout.strip(), *d)
@@ -261,7 +253,7 @@ def test_cli_add_list_show_pause_resume_delete(cluster, ws):
 ])
 def test_cli_bad_schedules_one_line_nothing_created(cluster, ws, args, code, words):
     before = run("schedule", "list", "--json", "--dir", str(ws)).stdout
-    one_line_error(run("schedule", "add", "quick.ipynb", *args, "--dir", str(ws)), code, *words)
+    assert_one_line_error(run("schedule", "add", "quick.ipynb", *args, "--dir", str(ws)), code, *words)
     assert run("schedule", "list", "--json", "--dir", str(ws)).stdout == before
 
 

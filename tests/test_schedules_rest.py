@@ -2,17 +2,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import time
 from datetime import datetime, timezone
 
 import pytest
 
-import nbrunner
 from nbrunner.core.models import parse_time
 
-from support import make_notebook, short_tmpdir
+from support import make_notebook, own_cluster, poll, short_tmpdir
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -22,48 +18,13 @@ def root():
     ws = short_tmpdir()
     make_notebook(ws / "tick.ipynb", "print('tick', N)", parameters="N = 0")
     (ws / "notes.txt").write_text("not a notebook")
-    env = {k: os.environ.pop(k) for k in ("NBRUNNER_REDIS_URL", "NBRUNNER_WORKSPACE", "NBRUNNER_STORAGE")
-           if k in os.environ}
-    cluster = nbrunner.setup_cluster(gpus=0, workers=2, workspace=ws)
-    yield ws
-    cluster.shutdown()
-    os.environ.update(env)
+    with own_cluster(ws, gpus=0, workers=2):
+        yield ws
 
 
 @pytest.fixture
 def jp_root_dir(root):
     return root
-
-
-@pytest.fixture
-def jp_server_config():
-    return {"ServerApp": {"jpserver_extensions": {"nbrunner.server": True}}}
-
-
-@pytest.fixture
-def api(jp_fetch):
-    async def call(method: str, *path: str, body=None, **params):
-        kwargs = {"method": method, "raise_error": False}
-        if params:
-            kwargs["params"] = params
-        if body is not None:
-            kwargs["body"] = json.dumps(body)
-        elif method in ("POST", "PATCH"):
-            kwargs["body"] = "{}"
-        resp = await jp_fetch("nbrunner", "api", *path, **kwargs)
-        return resp.code, json.loads(resp.body) if resp.body else None
-
-    return call
-
-
-async def poll(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
-        await asyncio.sleep(0.1)
 
 
 FIELDS = {"id", "name", "notebook", "parameters", "cron", "every", "timezone", "overlap", "paused", "next_run_at",

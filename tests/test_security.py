@@ -2,7 +2,6 @@
 no credentials in messages."""
 from __future__ import annotations
 
-import json
 import os
 import stat
 import subprocess
@@ -11,9 +10,7 @@ import sys
 import pytest
 from tornado.httpclient import HTTPClientError
 
-import nbrunner
-
-from support import make_notebook, short_tmpdir
+from support import make_notebook, own_cluster, rest_api, short_tmpdir
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -22,12 +19,8 @@ pytest_plugins = ["pytest_jupyter.jupyter_server"]
 def root():
     ws = short_tmpdir()
     make_notebook(ws / "hello.ipynb", "print('hi')")
-    env = {k: os.environ.pop(k) for k in ("NBRUNNER_REDIS_URL", "NBRUNNER_WORKSPACE", "NBRUNNER_STORAGE")
-           if k in os.environ}
-    cluster = nbrunner.setup_cluster(gpus=0, workers=1, workspace=ws)
-    yield ws
-    cluster.shutdown()
-    os.environ.update(env)
+    with own_cluster(ws, gpus=0, workers=1):
+        yield ws
 
 
 @pytest.fixture
@@ -45,14 +38,7 @@ def jp_server_config():
 
 
 def as_user(jp_fetch, user):
-    async def call(method, *path, body=None):
-        kw = {"method": method, "headers": {"Authorization": f"token user:{user}"}, "raise_error": False}
-        if body is not None or method in ("POST", "PATCH"):
-            kw["body"] = json.dumps(body or {})
-        resp = await jp_fetch("nbrunner", "api", *path, **kw)
-        return resp.code, json.loads(resp.body) if resp.body else None
-
-    return call
+    return rest_api(jp_fetch, headers={"Authorization": f"token user:{user}"})
 
 
 async def test_users_see_and_change_only_their_own_jobs(jp_fetch):

@@ -2,16 +2,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 
 import pytest
 from tornado.httpclient import HTTPClientError
 
-import nbrunner
-
-from support import make_notebook, short_tmpdir, wait_for
+from support import make_notebook, own_cluster, short_tmpdir, wait_status
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -26,54 +23,13 @@ def root():
     make_notebook(outside / "secret.ipynb", "print('secret')")
     os.symlink(outside / "secret.ipynb", ws / "escape.ipynb")
     (ws / "notes.txt").write_text("not a notebook")
-    env = {k: os.environ.pop(k) for k in ("NBRUNNER_REDIS_URL", "NBRUNNER_WORKSPACE", "NBRUNNER_STORAGE")
-           if k in os.environ}
-    cluster = nbrunner.setup_cluster(gpus=2, workers=2, workspace=ws)
-    yield ws
-    cluster.shutdown()
-    os.environ.update(env)
+    with own_cluster(ws, gpus=2, workers=2):
+        yield ws
 
 
 @pytest.fixture
 def jp_root_dir(root):
     return root
-
-
-@pytest.fixture
-def jp_server_config():
-    return {"ServerApp": {"jpserver_extensions": {"nbrunner.server": True}}}
-
-
-@pytest.fixture
-def api(jp_fetch):
-    async def call(method: str, *path: str, body=None, raw: bytes | None = None, **params):
-        kwargs = {"method": method, "raise_error": False}
-        if params:
-            kwargs["params"] = params
-        if raw is not None:
-            kwargs["body"] = raw
-        elif body is not None:
-            kwargs["body"] = json.dumps(body)
-        elif method in ("POST", "PATCH"):
-            kwargs["body"] = "{}"
-        resp = await jp_fetch("nbrunner", "api", *path, **kwargs)
-        data = json.loads(resp.body) if resp.body else None
-        return resp.code, data
-
-    return call
-
-
-async def wait_status(api, job_id: str, statuses=("completed", "failed", "cancelled"), timeout=90) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        code, job = await api("GET", "jobs", job_id)
-        assert code == 200
-        if job["status"] in statuses:
-            return job
-        assert time.monotonic() < deadline, f"job {job_id} still {job['status']}"
-        import asyncio
-
-        await asyncio.sleep(0.2)
 
 
 async def test_submit_run_and_browse(api):

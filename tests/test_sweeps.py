@@ -18,7 +18,7 @@ from nbrunner.core.sweeps.asha import rung_decision
 from nbrunner.core.sweeps.spec import MAX_TRIALS, count_trials, parse_spec
 from nbrunner.core.sweeps.trials import generate_trials
 
-from support import make_notebook, short_tmpdir
+from support import make_notebook, own_cluster, short_tmpdir
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -202,13 +202,9 @@ def sweep_ws():
                   "import time, nbrunner\nfor epoch in range(EPOCHS):\n    time.sleep(STEP)\n"
                   "    nbrunner.record('score', Q * 10 + epoch)\n    print('epoch', epoch, flush=True)",
                   parameters="Q = 1\nEPOCHS = 5\nSTEP = 1.0")
-    env = {k: os.environ.pop(k) for k in ("NBRUNNER_REDIS_URL", "NBRUNNER_WORKSPACE", "NBRUNNER_STORAGE")
-           if k in os.environ}
-    cluster = nbrunner.setup_cluster(gpus=0, workers=3, workspace=ws)
-    cluster.ws = ws
-    yield cluster
-    cluster.shutdown()
-    os.environ.update(env)
+    with own_cluster(ws, gpus=0, workers=3) as cluster:
+        cluster.ws = ws
+        yield cluster
 
 
 def _t(s: str) -> float:
@@ -352,25 +348,6 @@ def test_cancel_a_sweep(sweep_ws):
 @pytest.fixture
 def jp_root_dir(sweep_ws):
     return sweep_ws.ws
-
-
-@pytest.fixture
-def jp_server_config():
-    return {"ServerApp": {"jpserver_extensions": {"nbrunner.server": True}}}
-
-
-@pytest.fixture
-def api(jp_fetch):
-    async def call(method: str, *path: str, body=None, raw: bytes | None = None):
-        kwargs = {"method": method, "raise_error": False}
-        if raw is not None:
-            kwargs["body"] = raw
-        elif body is not None:
-            kwargs["body"] = json.dumps(body)
-        resp = await jp_fetch("nbrunner", "api", *path, **kwargs)
-        return resp.code, json.loads(resp.body) if resp.body else None
-
-    return call
 
 
 async def test_rest_post_and_get_sweeps(api, sweep_ws):

@@ -433,16 +433,6 @@ schedule_app = typer.Typer(no_args_is_help=True, help="Run notebooks on a clock 
 app.add_typer(schedule_app, name="schedule")
 
 
-def _parameters(param: Optional[list[str]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in param or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"-p needs a name and a value, got {item!r}")
-        out[key] = parse_value(value)
-    return out
-
-
 @schedule_app.command("add")
 def schedule_add(notebook: str = typer.Argument(..., help="notebook path"),
                  cron: Optional[str] = typer.Option(None, "--cron", metavar="EXPR",

@@ -3,17 +3,14 @@ see it in the Models panel, serve it (a real `nbrunner serve` process answers /h
 and stop it.  Screenshots go to ``test-artifacts/ui/`` (models-*.png)."""
 from __future__ import annotations
 
-import json
 import os
 import re
-import urllib.error
-import urllib.request
 
 import pytest
 from playwright.sync_api import expect
 
 from labserver import shot_path
-from support import make_notebook, wait_for
+from support import http, make_notebook, refused, wait_for
 from test_jupyterlab import job_row, jobs_panel, open_lab, shot, show_sidebar
 
 RUN_TIMEOUT = 120_000  # ms: a job on a busy 2-core machine
@@ -39,21 +36,6 @@ with torch.no_grad():
     model.fc.bias.zero_()
 nbrunner.save_model(model)
 '''
-
-
-def http(method: str, url: str, body=None) -> tuple[int, dict]:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return resp.status, json.loads(resp.read())
-
-
-def refused(url: str) -> bool:
-    try:
-        urllib.request.urlopen(url + "/health", timeout=2)
-    except urllib.error.URLError as exc:
-        return isinstance(exc.reason, ConnectionRefusedError)
-    return False
 
 
 @pytest.fixture(scope="module")
