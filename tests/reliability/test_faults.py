@@ -99,10 +99,24 @@ def test_embedded_redis_killed(cluster):
     finish(cluster, job, queued)
 
 
+def job_kernel(cluster, job) -> psutil.Process:
+    """The kernel running ``job``: the one ipykernel under its worker (a pre-warmed kernel is the
+    worker's child and got the job's environment after it started, so /proc does not show it)."""
+    worker = psutil.Process(live_capacity(cluster.store).workers[job.record.worker]["pid"])
+    kernels = []
+    for p in worker.children(recursive=True):
+        try:
+            if "ipykernel" in " ".join(p.cmdline()):
+                kernels.append(p)
+        except psutil.Error:
+            pass
+    assert len(kernels) == 1, kernels  # while a job runs its worker starts no spare
+    return kernels[0]
+
+
 def test_kernel_killed_fails_the_attempt_and_retries(cluster):
     job, queued = training(cluster)
-    kernel = next(p for p in psutil.process_iter(["cmdline", "environ"])
-                  if "ipykernel" in " ".join(p.info["cmdline"] or []) and (p.info["environ"] or {}).get("NBRUNNER_JOB_ID") == job.id)
+    kernel = job_kernel(cluster, job)
     t = time.monotonic()
     kernel.kill()
     wait_for(lambda: job.refresh().record.lost == 1, 60, 0.1, "the attempt to end")
