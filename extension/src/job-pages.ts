@@ -3,17 +3,13 @@
  * page's actions (re-run, cancel, delete).
  */
 import { ILayoutRestorer, JupyterFrontEnd } from '@jupyterlab/application';
-import {
-  Dialog,
-  MainAreaWidget,
-  Notification,
-  WidgetTracker
-} from '@jupyterlab/apputils';
+import { MainAreaWidget, Notification, WidgetTracker } from '@jupyterlab/apputils';
 
 import { notebookIcon } from '@jupyterlab/ui-components';
 
 import { cancelJob, deleteJob, errorMessage, getJob } from './api';
 import { confirmCancel } from './components/confirmCancel';
+import { confirmDanger } from './components/confirmDanger';
 import { JobPage } from './components/JobPage';
 import { jobsIcon } from './icons';
 import { OutputView, outputHtmlPath } from './output-view';
@@ -34,27 +30,17 @@ export interface IJobPagesOptions {
 }
 
 /** Ask before deleting a finished job's record and directory. */
-export async function confirmDelete(job: IJob): Promise<boolean> {
-  const dialog = new Dialog({
+export function confirmDelete(job: IJob): Promise<boolean> {
+  return confirmDanger({
     title: `Delete job ${job.name}?`,
     body:
       `Job ${job.id} and its directory (executed notebook, HTML, logs, metrics, ` +
       'model) are removed for good.',
-    buttons: [
-      Dialog.cancelButton({ label: 'Keep', className: 'nbrunner-DeleteConfirm-keep' }),
-      Dialog.warnButton({ label: 'Delete', className: 'nbrunner-DeleteConfirm-yes' })
-    ],
-    defaultButton: 0
+    keep: 'Keep',
+    yes: 'Delete',
+    className: 'nbrunner-DeleteConfirm',
+    testid: 'nbrunner-delete-confirm'
   });
-  dialog.addClass('nbrunner-DeleteConfirm');
-  dialog.node.dataset.testid = 'nbrunner-delete-confirm';
-  dialog.node
-    .querySelector('.nbrunner-DeleteConfirm-yes')
-    ?.setAttribute('data-testid', 'nbrunner-delete-confirm-yes');
-  dialog.node
-    .querySelector('.nbrunner-DeleteConfirm-keep')
-    ?.setAttribute('data-testid', 'nbrunner-delete-confirm-keep');
-  return (await dialog.launch()).button.accept;
 }
 
 export function activateJobPages(

@@ -1,34 +1,17 @@
 /** Ask before deleting a schedule (its runs stay; no new ones start). */
-import { Dialog } from '@jupyterlab/apputils';
-
 import { ISchedule } from '../types';
+import { confirmDanger } from './confirmDanger';
 
-export async function confirmDeleteSchedule(schedule: ISchedule): Promise<boolean> {
-  const dialog = new Dialog({
+export function confirmDeleteSchedule(schedule: ISchedule): Promise<boolean> {
+  return confirmDanger({
     title: `Delete schedule ${schedule.name}?`,
     body:
       `Schedule ${schedule.id} runs ${schedule.notebook}. Deleting it starts no more ` +
       'runs; the jobs it already ran stay in the Jobs panel.',
-    buttons: [
-      Dialog.cancelButton({
-        label: 'Keep',
-        className: 'nbrunner-DeleteSchedule-keep'
-      }),
-      Dialog.warnButton({
-        label: 'Delete schedule',
-        className: 'nbrunner-DeleteSchedule-yes'
-      })
-    ],
-    defaultButton: 0
+    keep: 'Keep',
+    yes: 'Delete schedule',
+    className: 'nbrunner-DeleteSchedule',
+    testid: 'nbrunner-delete-schedule-confirm',
+    buttonTestid: 'nbrunner-delete-schedule'
   });
-  dialog.addClass('nbrunner-DeleteSchedule');
-  dialog.node.dataset.testid = 'nbrunner-delete-schedule-confirm';
-  dialog.node
-    .querySelector('.nbrunner-DeleteSchedule-yes')
-    ?.setAttribute('data-testid', 'nbrunner-delete-schedule-yes');
-  dialog.node
-    .querySelector('.nbrunner-DeleteSchedule-keep')
-    ?.setAttribute('data-testid', 'nbrunner-delete-schedule-keep');
-  const result = await dialog.launch();
-  return result.button.accept;
 }
