@@ -89,6 +89,7 @@ class NbrunnerWorker(Worker):
         self._beat_thread: threading.Thread | None = None
         self.spare = SpareKernel()
         self._spare_lock = threading.Lock()  # the heartbeat thread restarts a dead spare between jobs
+        self._born = threading.Event()  # register_birth prepared the first spare
 
     # ---- registration and heartbeat -------------------------------------------------
     def registration(self) -> dict[str, Any]:
@@ -103,7 +104,7 @@ class NbrunnerWorker(Worker):
     def _beat_loop(self) -> None:
         while not self._beat_stop.wait(HEARTBEAT_INTERVAL):
             try:
-                if self.current is None:
+                if self.current is None and self._born.is_set():
                     self.prepare_kernel()
                 self.beat()
                 self._check_current()
@@ -123,6 +124,9 @@ class NbrunnerWorker(Worker):
             self.kill_horse()
 
     def register_birth(self) -> None:
+        # rq installs its handlers after this returns; what follows takes seconds, and a stop
+        # asked meanwhile must still end the worker through register_death
+        self._install_signal_handlers()
         super().register_birth()
         self.beat()
         self._beat_thread = threading.Thread(target=self._beat_loop, name="nbrunner-heartbeat", daemon=True)
@@ -131,9 +135,14 @@ class NbrunnerWorker(Worker):
 
         self.agent = LearnerAgent(self.store, self.host, self.name)
         self.agent.start()
-        self.prepare_kernel()
+        self.spare.forkserver.start()  # it imports ipykernel while this process preloads the rest
         self.store.emit("worker_joined", worker=self.name, host=self.host)
         preload_html()  # before the first job process is forked: a job's end then only renders its HTML
+        from .execute import preload as preload_papermill
+
+        preload_papermill()
+        self.prepare_kernel()
+        self._born.set()
 
     def prepare_kernel(self) -> None:
         """Have a fresh kernel started for the next job (see :mod:`.warm_kernel`)."""
@@ -147,7 +156,7 @@ class NbrunnerWorker(Worker):
     def register_death(self) -> None:
         self._beat_stop.set()
         with self._spare_lock:
-            self.spare.discard()
+            self.spare.close()
         if getattr(self, "agent", None) is not None:
             self.agent.stopping.set()
         try:
@@ -170,7 +179,8 @@ class NbrunnerWorker(Worker):
             os.environ.pop(ENV_SPARE, None)
             self.current = None
             agent = getattr(self, "agent", None)
-            kill_children(keep={p.pid for p in agent.procs.values()} if agent else set())  # other jobs' learners stay
+            keep = {p.pid for p in agent.procs.values()} if agent else set()  # other jobs' learners stay
+            kill_children(keep=keep | ({self.spare.forkserver.pid} if self.spare.forkserver.alive() else set()))
             self._settle(job_id, attempt)
             with self._spare_lock:
                 self.spare.discard()  # single use: killed above with the job's leftovers, used or not
@@ -236,4 +246,5 @@ def run_worker(settings: Settings, gpus: int | None = 0, host: str | None = None
     try:
         worker.work(burst=burst, with_scheduler=False, logging_level="WARNING", max_idle_time=None)
     finally:
+        worker.spare.close()  # also when a stop came before rq's own teardown could run
         kill_children()
