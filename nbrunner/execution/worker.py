@@ -143,7 +143,7 @@ class NbrunnerWorker(Worker):
         threading.Thread(target=self._spare_loop, name="nbrunner-spare-kernel", daemon=True).start()
         from .learner_agent import LearnerAgent
 
-        self.agent = LearnerAgent(self.store, self.host, self.name)
+        self.agent = LearnerAgent(self.store, self.host, self.name, warm=len(self.slots))
         self.agent.start()
         self.prepare_kernel()
         self.store.emit("worker_joined", worker=self.name, host=self.host)
@@ -184,7 +184,7 @@ class NbrunnerWorker(Worker):
             os.environ.pop(ENV_SPARE, None)
             self.current = None
             agent = getattr(self, "agent", None)
-            kill_children(keep={p.pid for p in agent.procs.values()} if agent else set())  # other jobs' learners stay
+            kill_children(keep=agent.pids() if agent else set())  # other jobs' learners stay
             self._settle(job_id, attempt)
             with self._spare_lock:
                 self.spare.discard()  # single use: killed above with the job's leftovers, used or not
