@@ -57,7 +57,8 @@ def live_capacity(store: JobStore) -> Capacity:
         cap.workers[name] = w
         cap.hosts[w["host"]].update(w["slots"])
         if ttl is not None and ttl >= 0:
-            cap.expires_in = min(cap.expires_in if cap.expires_in is not None else ttl / 1000, ttl / 1000)
+            left = ttl / 1000
+            cap.expires_in = left if cap.expires_in is None else min(cap.expires_in, left)
     if gone:
         store.r.srem(WORKERS, *gone)
     return cap

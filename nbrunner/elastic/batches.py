@@ -71,7 +71,7 @@ class Poller(threading.Thread):
         self._ev = threading.Event()
         self._stopping = False
         self._last_flush = 0.0
-        self._watch: Optional[tuple[int, Callable[[], None]]] = None
+        self._watch: Optional[tuple[int, Callable[[], bool]]] = None
         self._next_abort_check = 0.0
 
     def watch_abort(self, gen: int, on_abort: Callable[[], bool]) -> None:

@@ -387,7 +387,7 @@ class Learner:
             kw = {}
             if plan.backend == "nccl":
                 kw["device_id"] = self.device
-            before = _sockets()
+            before = _sockets() if plan.backend == "gloo" else {}
             dist.init_process_group(plan.backend, store=dist.PrefixStore(pg_prefix(g), self.store),
                                     rank=rank, world_size=W, timeout=timedelta(seconds=self.timeout), **kw)
             if plan.backend == "gloo":
