@@ -79,6 +79,45 @@ def _ddp_params() -> set:
 _DDP_PARAMS = _ddp_params()
 
 
+_STALLED_S = 0.5  # no step for this long in an abandoned generation: its collective is stuck
+
+
+def _sockets() -> dict:
+    """{socket inode: fd} of this process's open sockets."""
+    out = {}
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:  # no /proc: an abandoned collective fails at its timeout
+        return out
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:"):
+            out[link] = int(fd)
+    return out
+
+
+def _shut_down(ino: str, fd: int) -> None:
+    """Shut down the connected socket ``fd`` if it is still socket ``ino`` (never a listener:
+    gloo aborts the process when its accept() fails)."""
+    try:
+        if os.readlink(f"/proc/self/fd/{fd}") != ino:
+            return
+        s = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return
+    try:
+        if not s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+            s.getpeername()
+            s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        s.close()
+
+
 def _usable_cpus() -> int:
     fixed = os.environ.get("NBRUNNER_ELASTIC_CPUS")
     if fixed:
@@ -106,6 +145,7 @@ class Learner:
         self.net = None
         self._net_ref: Optional[weakref.ref] = None
         self._works: list = []     # this generation's async collectives (see _teardown)
+        self._gen_sockets: dict = {}  # socket inode -> fd of this generation's gloo connections
 
     # ---------------------------------------------------------------- setup
     def log(self, msg: str) -> None:
@@ -299,6 +339,8 @@ class Learner:
         own Python handles does not keep the GIL across the join).  The generation's async
         works are dropped after that, so that no worker thread is the last owner of a
         tensor the interpreter knows."""
+        self.poller.unwatch()
+        self._gen_sockets = {}
         if exc is not None and exc.__traceback__ is not None:
             traceback.clear_frames(exc.__traceback__)
         ref, self._net_ref = self._net_ref, None
@@ -313,6 +355,17 @@ class Learner:
             except Exception:
                 pass
         self._works.clear()
+
+    def _cut_generation(self) -> bool:
+        """The driver abandoned the running generation (a peer's host is gone): a collective
+        waiting for that peer would only fail at the gloo timeout, so close this generation's
+        connections and let it fail now.  A learner still making steps is left alone: it
+        reaches the next plan at its step boundary."""
+        if self.t_last_step is not None and time.time() - self.t_last_step < _STALLED_S:
+            return False
+        for ino, fd in list(self._gen_sockets.items()):
+            _shut_down(ino, fd)
+        return True
 
     def run_gen(self, plan: Plan):
         g = plan.gen
@@ -334,8 +387,12 @@ class Learner:
             kw = {}
             if plan.backend == "nccl":
                 kw["device_id"] = self.device
+            before = _sockets() if plan.backend == "gloo" else {}
             dist.init_process_group(plan.backend, store=dist.PrefixStore(pg_prefix(g), self.store),
                                     rank=rank, world_size=W, timeout=timedelta(seconds=self.timeout), **kw)
+            if plan.backend == "gloo":
+                self._gen_sockets = {k: v for k, v in _sockets().items() if k not in before}
+                self.poller.watch_abort(g, self._cut_generation)
             if self.lid == plan.source:
                 if plan.mode == "snapshot":
                     if self.snap is None:
