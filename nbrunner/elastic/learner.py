@@ -395,6 +395,9 @@ class Learner:
         if not ts["sizes"] or ts["sizes"][-1] != W:
             ts["sizes"].append(W)
         is_source = self.lid == plan.source
+        # only rank 0's view of the newest plan is used (the control all-reduce shares it):
+        # the other learners' pollers need not take a store round trip every 50 ms
+        self.poller.interval = 0.05 if rank == 0 else 0.5
         t_prev = self.t_last_step
         first = True
         snapshot_every = max(1, int(cfg.get("snapshot_every", 10)))
@@ -445,7 +448,10 @@ class Learner:
         # each learner weights its loss by its share of the global batch; DDP averages the
         # gradients over the W learners (its own allreduce: a Python comm hook that sums costs
         # throughput), hence the factor W, exact for a power of two and within 1 ulp otherwise
-        loss = self.loss_fn(out, y) * ((hi - lo) / B * W)
+        loss = self.loss_fn(out, y)
+        share = (hi - lo) / B * W
+        if share != 1.0:
+            loss = loss * share
         loss.backward()
         self.opt.step()
         ts["step"] = step + 1
