@@ -11,7 +11,7 @@ Life cycle
    the step ends and waited for when the next one ends (so it overlaps a whole step):
    ``req`` is the newest plan the rank-0 learner's poller thread saw in the store, so all
    learners agree on the step after which they switch to it (one step later than it was
-   seen); before a snapshot, an epoch end or the last step the pending vector is waited for;
+   seen); before a snapshot, an epoch end, a resize or the last step it is waited for at once;
 5. a collective that fails (peer died, timeout) sends the learner back to step 2 after
    reporting ``fail`` with the step of its newest in-memory snapshot; the driver then plans
    a recovery generation whose source restores the best snapshot.
@@ -108,7 +108,7 @@ class Learner:
         self.net = None
         self._net_ref: Optional[weakref.ref] = None
         self._works: list = []     # this generation's async collectives (see _teardown)
-        # the control all-reduce launched at the end of the last step: (work, vector, step, time)
+        # the control all-reduce launched at the end of the last step: (work, vector, step, time, W, rank)
         self._pending: Optional[tuple] = None
 
     # ---------------------------------------------------------------- setup
