@@ -75,6 +75,7 @@ def test_kernels_forked_from_the_fork_server_are_like_launched_ones(one_worker):
     own process group, has its own random state, shows as ipykernel_launcher, and has nothing
     of nbrunner imported."""
     cluster = one_worker
+    wait_for(lambda: spare(cluster).get("spare_kernel"), 30, what="a pre-warmed kernel")  # the server is up
     worker_pid = spare(cluster)["pid"]
     forkserver = [p for p in psutil.Process(worker_pid).children() if "kernel_forkserver" in " ".join(p.cmdline())]
     assert len(forkserver) == 1

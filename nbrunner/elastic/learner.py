@@ -148,6 +148,7 @@ class Learner:
         self._net_ref: Optional[weakref.ref] = None
         self._works: list = []     # this generation's async collectives (see _teardown)
         self._gen_sockets: dict = {}  # socket inode -> fd of this generation's gloo connections
+        self.poller: Optional[Poller] = None  # started by load()
         # the control all-reduce launched at the end of the last step: (work, vector, step, time, W, rank)
         self._pending: Optional[tuple] = None
 
@@ -343,7 +344,8 @@ class Learner:
         own Python handles does not keep the GIL across the join).  The generation's async
         works are dropped after that, so that no worker thread is the last owner of a
         tensor the interpreter knows."""
-        self.poller.unwatch()
+        if self.poller is not None:
+            self.poller.unwatch()
         self._gen_sockets = {}
         if exc is not None and exc.__traceback__ is not None:
             traceback.clear_frames(exc.__traceback__)

@@ -12,6 +12,7 @@ import ctypes
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -137,9 +138,20 @@ class NbrunnerWorker(Worker):
             self.kill_horse()
 
     def register_birth(self) -> None:
-        # rq installs its handlers after this returns; what follows takes seconds, and a stop
-        # asked meanwhile must still end the worker through register_death
-        self._install_signal_handlers()
+        # rq installs its signal handlers after this returns, and what follows takes seconds: a
+        # stop asked meanwhile is noted and honoured (through register_death) once it returns
+        asked: list[int] = []
+        previous = {sig: signal.signal(sig, lambda signum, _frame: asked.append(signum))
+                    for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self._birth()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if asked:
+            self._stop_requested = True
+
+    def _birth(self) -> None:
         super().register_birth()
         self.beat()
         self._beat_thread = threading.Thread(target=self._beat_loop, name="nbrunner-heartbeat", daemon=True)
