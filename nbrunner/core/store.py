@@ -52,6 +52,38 @@ return out
 """
 
 
+# Create a job in one atomic round trip (with ``appendfsync always``, one fsync): SET the record
+# KEYS[1] to ARGV[1] unless it exists (then 0), then run the commands that follow, each given as
+# its word count and its words (the index moves, the event).
+_CREATE = """
+if not redis.call('set', KEYS[1], ARGV[1], 'NX') then return 0 end
+local i = 2
+while i <= #ARGV do
+  local n = tonumber(ARGV[i])
+  redis.call(unpack(ARGV, i + 1, i + n))
+  i = i + n + 1
+end
+return 1
+"""
+
+
+class _Commands:
+    """Records the commands :func:`index_status` queues, for the create script."""
+
+    def __init__(self) -> None:
+        self.args: list[Any] = []
+
+    def add(self, *words: Any) -> None:
+        self.args += [len(words), *words]
+
+    def zadd(self, key: str, mapping: dict[str, float]) -> None:
+        for member, score in mapping.items():
+            self.add("zadd", key, score, member)
+
+    def zrem(self, key: str, *members: str) -> None:
+        self.add("zrem", key, *members)
+
+
 def encode_cursor(score: float, job_id: str) -> str:
     """An opaque position in a listing: just after the job ``job_id`` created at ``score``."""
     return base64.urlsafe_b64encode(f"{score!r} {job_id}".encode()).decode().rstrip("=")
@@ -90,6 +122,7 @@ class JobStore:
         self.r = client
         self.url = url
         self._page_script = client.register_script(_PAGE)
+        self._create_script = client.register_script(_CREATE)
 
     @classmethod
     def from_url(cls, url: str) -> "JobStore":
@@ -100,16 +133,13 @@ class JobStore:
         """Store a new record; False if the id is taken."""
         if not record.history:
             record.note_status(None)
-        if not self.r.set(job_key(record.id), record.model_dump_json(), nx=True):
-            return False
         score = time.time()
-        with self.r.pipeline() as p:
-            p.zadd(JOBS, {record.id: score})
-            index_status(p, record, score)
-            p.sadd(ACTIVE, record.id)
-            p.xadd(EVENTS, {"type": "submitted", "job": record.id}, maxlen=EVENTS_MAXLEN, approximate=True)
-            p.execute()
-        return True
+        ops = _Commands()
+        ops.zadd(JOBS, {record.id: score})
+        index_status(ops, record, score)
+        ops.add("sadd", ACTIVE, record.id)
+        ops.add("xadd", EVENTS, "MAXLEN", "~", EVENTS_MAXLEN, "*", "type", "submitted", "job", record.id)
+        return bool(self._create_script(keys=[job_key(record.id)], args=[record.model_dump_json(), *ops.args]))
 
     def get(self, job_id: str) -> JobRecord:
         raw = self.r.get(job_key(job_id))
