@@ -122,7 +122,7 @@ class JobsHandler(BaseHandler):
         self.reply({"jobs": [r.to_dict() for r in records], "next": after})
 
     @web.authenticated
-    def post(self) -> None:
+    async def post(self) -> None:
         data = self.body()
         data["notebook"] = self.relative_path(data.get("notebook"))
         root = Path(self.settings["nbrunner_root"]).resolve()
@@ -136,7 +136,10 @@ class JobsHandler(BaseHandler):
             raise InvalidRequest("unknown field 'schedule' (runs are created by POST /schedules)")
         if data.get("cwd") is not None:  # like the notebook: relative to the server root
             data["cwd"] = str(root / self.relative_path(data["cwd"], "cwd"))
-        rec = submit.submit(cluster.store, cluster.settings, data, owner=self.user())
+        # in a thread: the snapshot's writes and Redis's fsync must not stall other requests, and
+        # concurrent submits then share Redis's fsyncs
+        rec = await IOLoop.current().run_in_executor(None, submit.submit, cluster.store, cluster.settings, data,
+                                                     self.user())
         self.reply(rec.to_dict(), 201)
 
 
