@@ -10,6 +10,10 @@ On one embedded Redis (no other nbrunner process), A and B in turn, ``runs`` tim
   the same server without the extension until ``GET /api/status`` answers;
 - learner: importing ``nbrunner.elastic.learner`` (what ``python -m nbrunner.elastic.learner`` does
   before it connects to its driver), vs ``python -c "import torch.distributed"``.
+
+With ``NBRUNNER_BENCH_BEFORE`` set to a checkout of an older nbrunner (``git worktree add``), each
+round also starts that tree's process (same arguments, its package first on ``PYTHONPATH``), and a
+second row per process gives this tree's time against the older tree's.
 """
 from __future__ import annotations
 
@@ -92,13 +96,18 @@ def run(runs: int = 5) -> list[dict]:
     redis_server = EmbeddedRedis(settings.state_dir).ensure()
     env = {**os.environ, **settings.env(), "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    before_tree = os.environ.get("NBRUNNER_BENCH_BEFORE")
+    env_before = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [before_tree, os.environ.get("PYTHONPATH")]))}
     store = JobStore.from_url(settings.url)
     rq_conn = store.r.__class__.from_url(settings.url)  # bytes, as rq wants
     nb = [sys.executable, "-m", "nbrunner"]
     jupyter = [sys.executable, "-m", "jupyter_server", f"--ServerApp.root_dir={ws}", "--ServerApp.ip=127.0.0.1",
                "--ServerApp.open_browser=False", *(["--allow-root"] if os.geteuid() == 0 else [])]
 
-    def nbrunner_worker() -> float:
+    def cli(env: dict) -> float:
+        return until(nb + ["jobs", "--json", "--dir", str(ws)], env, None)
+
+    def nbrunner_worker(env: dict) -> float:
         before = set(live_capacity(store).workers)  # a stopped one may linger until its heartbeat expires
         return until(nb + ["worker", "--slots", "none", "--dir", str(ws)], env,
                      lambda: bool(set(live_capacity(store).workers) - before))
@@ -108,12 +117,12 @@ def run(runs: int = 5) -> list[dict]:
         return until(_rq() + ["worker", "--url", settings.url, "--name", name, "bench-startup"], env,
                      lambda: any(w.name == name for w in Worker.all(connection=rq_conn)))
 
-    def scheduler() -> float:
+    def scheduler(env: dict) -> float:
         store.r.delete(LEASE)
         return until(nb + ["scheduler", "--dir", str(ws)], env, lambda: store.r.exists(LEASE))
 
-    def lab(extension: bool) -> Callable[[], float]:
-        def start() -> float:
+    def lab(extension: bool) -> Callable[[dict], float]:
+        def start(env: dict) -> float:
             port, token = free_port(), secrets.token_hex(16)
             argv = jupyter + [f"--ServerApp.port={port}", f"--IdentityProvider.token={token}"]
             path = "/nbrunner/api/cluster"
@@ -124,30 +133,39 @@ def run(runs: int = 5) -> list[dict]:
 
         return start
 
+    rq_info = lambda: until(_rq() + ["info", "--url", settings.url], env, None)  # noqa: E731
+    # process: (nbrunner's start in an environment, the peer's start, what the peer is)
     pairs = {
-        "CLI: nbrunner jobs --json until it exits vs rq info": (
-            lambda: until(nb + ["jobs", "--json", "--dir", str(ws)], env, None),
-            lambda: until(_rq() + ["info", "--url", settings.url], env, None)),
-        "worker: spawn until registered vs rq worker until listed": (nbrunner_worker, rq_worker),
-        "scheduler: spawn until it holds the lease vs rq worker until listed": (scheduler, rq_worker),
-        "Jupyter server: until GET /nbrunner/api/cluster answers vs without the extension, /api/status": (
-            lab(True), lab(False)),
-        "learner: python -m nbrunner.elastic.learner imports vs import torch.distributed": (
-            lambda: until([sys.executable, "-c", "import nbrunner.elastic.learner"], env, None),
-            lambda: until([sys.executable, "-c", "import torch.distributed"], env, None)),
+        "CLI: nbrunner jobs --json until it exits": (cli, rq_info, "rq info"),
+        "worker: spawn until registered": (nbrunner_worker, rq_worker, "rq worker until listed"),
+        "scheduler: spawn until it holds the lease": (scheduler, rq_worker, "rq worker until listed"),
+        "Jupyter server: until GET /nbrunner/api/cluster answers": (
+            lab(True), lambda: lab(False)(env), "without the extension, /api/status"),
+        "learner: python -m nbrunner.elastic.learner imports": (
+            lambda env: until([sys.executable, "-c", "import nbrunner.elastic.learner"], env, None),
+            lambda: until([sys.executable, "-c", "import torch.distributed"], env, None), "import torch.distributed"),
     }
     rows = []
     try:
-        for what, (a, b) in pairs.items():
-            a(), b()  # warm the file cache
-            ta, tb = [], []
+        for what, (start, peer, peer_name) in pairs.items():
+            start(env), peer()  # warm the file cache
+            if before_tree:
+                start(env_before)
+            ta, tb, t0 = [], [], []
             for _ in range(runs):
-                ta.append(a())
-                tb.append(b())
+                ta.append(start(env))
+                tb.append(peer())
+                if before_tree:
+                    t0.append(start(env_before))
             va, vb = statistics.median(ta), statistics.median(tb)
-            print(f"startup {what}: {[round(x, 3) for x in ta]} vs {[round(x, 3) for x in tb]}", file=sys.stderr)
-            rows.append({"benchmark": f"{what} (s, median of {runs})", "value": va, "baseline": vb, "ratio": va / vb,
-                         "goal": "report", "ok": True})
+            print(f"startup {what}: {[round(x, 3) for x in ta]} vs {[round(x, 3) for x in tb]}"
+                  + (f", before {[round(x, 3) for x in t0]}" if t0 else ""), file=sys.stderr)
+            rows.append({"benchmark": f"{what} vs {peer_name} (s, median of {runs})", "value": va, "baseline": vb,
+                         "ratio": va / vb, "goal": "report", "ok": True})
+            if t0:
+                v0 = statistics.median(t0)
+                rows.append({"benchmark": f"{what}, after vs before (s, median of {runs})", "value": va,
+                             "baseline": v0, "ratio": va / v0, "goal": "report", "ok": True})
     finally:
         redis_server.stop()
     return rows

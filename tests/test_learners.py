@@ -1,11 +1,13 @@
-"""Learners on other hosts: a start request never blocks the trainer, and one that no worker
-claims in time is cancelled for good (a host that comes back does not start it)."""
+"""Learners on other hosts: a start request never blocks the trainer, one that no worker
+claims in time is cancelled for good (a host that comes back does not start it), and a warm
+interpreter takes a learner's start request in place of a fresh process."""
 from __future__ import annotations
 
 import json
 import signal
 import time
 
+from nbrunner.control.registration import WORKER_TTL, heartbeat, live_capacity
 from nbrunner.elastic.launcher import LearnerSpec
 from nbrunner.elastic.slots import Slot
 from nbrunner.core.keys import learner_requests, learner_status, worker_key
@@ -60,4 +62,49 @@ def test_a_claimed_learner_runs_and_is_signalled_through_its_worker(workspace):
             agent.stopping.set()
             for p in agent.procs.values():
                 p.kill()
+        redis.stop()
+
+
+def test_a_warm_interpreter_becomes_the_requested_learner(workspace):
+    redis = EmbeddedRedis(workspace / ".nbrunner").ensure()
+    agent = None
+    try:
+        store = JobStore.from_url(redis.url)
+        agent = LearnerAgent(store, "hostB", "worker-b", warm=1)
+        agent._refill_at = 0.0  # as after a remote learner ran on this host
+        agent._refill()
+        spare = agent.spares[0]
+        log = workspace / "logs" / "learner-L7.log"
+        # a learner whose driver does not answer: it fails to connect, in the warm process
+        msg = {"learner": "L7-x", "argv": ["-u", "-m", "nbrunner.elastic.learner", "--addr", "127.0.0.1",
+                                           "--port", "1", "--id", "L7"],
+               "env": {"NBRUNNER_ELASTIC_STORE_TIMEOUT": "1"}, "log": str(log)}
+        agent._start(msg, None)
+        assert agent.procs["L7-x"] is spare and agent.spares == []
+        assert spare.wait(120) == 1
+        agent._reap()
+        assert json.loads(store.r.get(learner_status("L7-x"))) == {"pid": spare.pid, "worker": "worker-b", "rc": 1}
+        assert "trying to connect to (127.0.0.1, 1)" in log.read_text()
+        # a request that does not run the learner module is never handed to a warm interpreter
+        agent._refill_at = 0.0
+        agent._refill()
+        agent._start({"learner": "other", "argv": ["-c", "pass"], "env": {}, "log": None}, None)
+        assert agent.procs["other"] is not agent.spares[0]
+    finally:
+        if agent is not None:
+            for p in [*agent.procs.values(), *agent.spares]:
+                p.kill()
+        redis.stop()
+
+
+def test_a_heartbeat_says_when_the_worker_was_not_registered(workspace):
+    redis = EmbeddedRedis(workspace / ".nbrunner").ensure()
+    try:
+        store = JobStore.from_url(redis.url)
+        assert heartbeat(store, "worker-b", {"host": "hostB", "slots": [0]}) is True
+        assert heartbeat(store, "worker-b", {"host": "hostB", "slots": [0]}) is False
+        store.r.delete(worker_key("worker-b"))  # its registration expired
+        assert heartbeat(store, "worker-b", {"host": "hostB", "slots": [0]}) is True
+        assert 0 < live_capacity(store).expires_in <= WORKER_TTL
+    finally:
         redis.stop()

@@ -16,9 +16,11 @@ from nbrunner.core.keys import WORKERS, worker_key
 from support import make_notebook, wait_for
 
 PROBE = """
-import json, os
+import json, os, random, sys
 print("PROBE", json.dumps({"pid": os.getpid(), "cwd": os.getcwd(), "job": os.environ.get("NBRUNNER_JOB_ID"),
-                           "spare_env": "NBRUNNER_SPARE_KERNEL" in os.environ, "leak": "LEAK" in globals()}))
+                           "spare_env": "NBRUNNER_SPARE_KERNEL" in os.environ, "leak": "LEAK" in globals(),
+                           "ppid": os.getppid(), "leader": os.getpgid(0) == os.getpid(), "random": random.random(),
+                           "argv0": os.path.basename(sys.argv[0]), "nbrunner": "nbrunner" in sys.modules}))
 LEAK = 1
 """
 
@@ -68,6 +70,26 @@ def test_each_job_gets_the_spare_kernel_fresh_in_its_own_directory_and_environme
     assert seen_b["leak"] is False  # nothing of the first job's namespace
 
 
+def test_kernels_forked_from_the_fork_server_are_like_launched_ones(one_worker):
+    """Each kernel is forked from the worker's fork server, yet is the worker's child, leads its
+    own process group, has its own random state, shows as ipykernel_launcher, and has nothing
+    of nbrunner imported."""
+    cluster = one_worker
+    worker_pid = spare(cluster)["pid"]
+    forkserver = [p for p in psutil.Process(worker_pid).children() if "kernel_forkserver" in " ".join(p.cmdline())]
+    assert len(forkserver) == 1
+    seen = []
+    for n in range(2):
+        job = cluster.submit("sub/probe.ipynb", {"N": n}).wait(60)
+        assert job.record.status == "completed", job.record.error
+        seen.append(probe(job))
+    for s in seen:
+        assert s["ppid"] == worker_pid and s["leader"] and s["argv0"] == "ipykernel_launcher.py", s
+        assert s["nbrunner"] is False
+    assert seen[0]["pid"] != seen[1]["pid"] and seen[0]["random"] != seen[1]["random"]
+    assert forkserver[0].is_running()  # one server for every kernel
+
+
 def test_a_spare_kernel_that_dies_is_started_again(one_worker):
     cluster = one_worker
     dead = wait_for(lambda: spare(cluster).get("spare_kernel"), 30, what="a pre-warmed kernel")
@@ -104,7 +126,7 @@ def test_no_kernel_is_left_when_the_worker_stops(workspace):
     with nbrunner.setup_cluster(gpus=0, workers=1, workspace=workspace) as cluster:
         pid = wait_for(lambda: spare(cluster).get("spare_kernel"), 30, what="a pre-warmed kernel")
         assert alive(pid)
-        files = {p for p in psutil.Process(pid).cmdline() if p.endswith(".json")}
+        files = {p for p in psutil.Process(pid).cmdline() if p.endswith(".json")}  # as ps shows it
         assert files and all(os.path.exists(f) for f in files)
     wait_for(lambda: not alive(pid), 15, what="the spare kernel to be gone")
     assert not any(os.path.exists(f) for f in files)

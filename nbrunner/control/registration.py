@@ -27,6 +27,7 @@ class Capacity:
 
     workers: dict[str, dict] = field(default_factory=dict)
     hosts: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    expires_in: float | None = None  # seconds until the first live registration expires unless renewed
 
     @property
     def slots(self) -> set[Slot]:
@@ -42,26 +43,36 @@ def live_capacity(store: JobStore) -> Capacity:
     cap = Capacity()
     if not names:
         return cap
-    raws = store.r.mget([worker_key(n) for n in names])
+    with store.r.pipeline(transaction=False) as p:
+        p.mget([worker_key(n) for n in names])
+        for n in names:
+            p.pttl(worker_key(n))
+        raws, *ttls = p.execute()
     gone = []
-    for name, raw in zip(names, raws):
+    for name, raw, ttl in zip(names, raws, ttls):
         if raw is None:
             gone.append(name)
             continue
         w = json.loads(raw)
         cap.workers[name] = w
         cap.hosts[w["host"]].update(w["slots"])
+        if ttl is not None and ttl >= 0:
+            left = ttl / 1000
+            cap.expires_in = left if cap.expires_in is None else min(cap.expires_in, left)
     if gone:
         store.r.srem(WORKERS, *gone)
     return cap
 
 
-def heartbeat(store: JobStore, name: str, registration: dict[str, Any]) -> None:
-    """Register (or renew) worker ``name`` for ``WORKER_TTL`` seconds."""
+def heartbeat(store: JobStore, name: str, registration: dict[str, Any]) -> bool:
+    """Register (or renew) worker ``name`` for ``WORKER_TTL`` seconds; True if it was not
+    registered (it starts, or it comes back after its registration expired)."""
     with store.r.pipeline() as p:
+        p.exists(worker_key(name))
         p.set(worker_key(name), json.dumps(registration), px=int(WORKER_TTL * 1000))
         p.sadd(WORKERS, name)
-        p.execute()
+        existed, _, _ = p.execute()
+    return not existed
 
 
 def unregister(store: JobStore, name: str) -> None:

@@ -109,6 +109,7 @@ class Scheduler:
         self._stranded: dict[str, float] = {}  # rq job id -> when first seen 'queued' but in no queue
         self._renew = self.r.register_script(_RENEW)
         self._next_fire = None  # the earliest fire time of a schedule: the loop wakes for it
+        self._next_expiry: float | None = None  # monotonic time the first worker registration expires
         self.retention = Retention(self.store, settings, keep_days())
         if policy:
             self.r.set(POLICY, policy)
@@ -156,11 +157,15 @@ class Scheduler:
         self.stopping.set()
 
     def _wait(self) -> float:
-        """Seconds to wait for events: ``interval``, less if a schedule fires sooner."""
-        if self._next_fire is None:
-            return self.interval
-        due = (self._next_fire - datetime.now(timezone.utc)).total_seconds()
-        return max(0.001, min(self.interval, due))
+        """Seconds to wait for events: ``interval``, less if a schedule fires sooner or a
+        worker's registration expires sooner (a host that stopped heart-beating is noticed
+        as soon as it counts as lost)."""
+        wait = self.interval
+        if self._next_fire is not None:
+            wait = min(wait, (self._next_fire - datetime.now(timezone.utc)).total_seconds())
+        if self._next_expiry is not None:
+            wait = min(wait, self._next_expiry - time.monotonic() + 0.005)
+        return max(0.001, wait)
 
     # ---- one pass -------------------------------------------------------------------
     def active_jobs(self) -> list[JobRecord]:
@@ -177,6 +182,7 @@ class Scheduler:
 
     def step(self) -> None:
         cap = live_capacity(self.store)
+        self._next_expiry = None if cap.expires_in is None else time.monotonic() + cap.expires_in
         jobs = self.active_jobs()
         held = grants.holdings(self.r)
         self.recover(jobs, cap, held)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import threading
 import time
 from datetime import timedelta
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 import torch.distributed as dist
 
-from .protocol import REQ, post
+from .protocol import REQ, abort_key, post
 
 
 def fetch(ds, idx: torch.Tensor):
@@ -55,8 +55,9 @@ def batch_len(x) -> int:
 
 
 class Poller(threading.Thread):
-    """Background thread with its own store connection: keeps ``req`` fresh and forwards
-    queued records to the driver, so the training loop never waits on the store."""
+    """Background thread with its own store connection: keeps ``req`` fresh, forwards queued
+    records to the driver, and watches for the driver abandoning the running generation,
+    so the training loop never waits on the store."""
 
     def __init__(self, addr: str, port: int, timeout: float, interval: float = 0.05):
         super().__init__(daemon=True, name="nbrunner-poller")
@@ -70,6 +71,16 @@ class Poller(threading.Thread):
         self._ev = threading.Event()
         self._stopping = False
         self._last_flush = 0.0
+        self._watch: Optional[tuple[int, Callable[[], bool]]] = None
+        self._next_abort_check = 0.0
+
+    def watch_abort(self, gen: int, on_abort: Callable[[], bool]) -> None:
+        """Call ``on_abort`` (from this thread) once the driver abandoned generation ``gen``, and
+        again every check until it returns True."""
+        self._watch = (gen, on_abort)
+
+    def unwatch(self) -> None:
+        self._watch = None
 
     def push(self, rec: dict, urgent: bool = False) -> None:
         with self._lock:
@@ -91,11 +102,21 @@ class Poller(threading.Thread):
             self._ev.clear()
             try:
                 self.req = self.store.add(REQ, 0)
+                self._check_abort()
                 if self._buf and (self._urgent or time.monotonic() - self._last_flush > 0.05):
                     self.flush()
             except Exception as e:  # driver gone
                 self.error = e
                 return
+
+    def _check_abort(self) -> None:
+        watch = self._watch
+        now = time.monotonic()
+        if watch is None or now < self._next_abort_check:
+            return
+        self._next_abort_check = now + 0.1
+        if self.store.check([abort_key(watch[0])]) and self._watch is watch and watch[1]():
+            self._watch = None
 
     def close(self) -> None:
         self._stopping = True

@@ -7,9 +7,11 @@ Life cycle
 2. wait for a generation plan that includes it (``plan/<g>``, announced through ``req``);
 3. for each generation: arrival barrier, ``init_process_group`` under a per-generation
    PrefixStore, take the state from the plan's source learner by broadcast, train;
-4. every step the learners all-reduce a small control vector ``[req, loss]`` (overlapped
-   with ``optimizer.step()``): ``req`` is the newest plan the rank-0 learner's poller thread
-   saw in the store, so all learners agree on the step after which they switch to it;
+4. every step the learners all-reduce a small control vector ``[req, loss]``, launched when
+   the step ends and waited for when the next one ends (so it overlaps a whole step):
+   ``req`` is the newest plan the rank-0 learner's poller thread saw in the store, so all
+   learners agree on the step after which they switch to it (one step later than it was
+   seen); before a snapshot, an epoch end, a resize or the last step it is waited for at once;
 5. a collective that fails (peer died, timeout) sends the learner back to step 2 after
    reporting ``fail`` with the step of its newest in-memory snapshot; the driver then plans
    a recovery generation whose source restores the best snapshot.
@@ -79,6 +81,45 @@ def _ddp_params() -> set:
 _DDP_PARAMS = _ddp_params()
 
 
+_STALLED_S = 0.5  # no step for this long in an abandoned generation: its collective is stuck
+
+
+def _sockets() -> dict:
+    """{socket inode: fd} of this process's open sockets."""
+    out = {}
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:  # no /proc: an abandoned collective fails at its timeout
+        return out
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:"):
+            out[link] = int(fd)
+    return out
+
+
+def _shut_down(ino: str, fd: int) -> None:
+    """Shut down the connected socket ``fd`` if it is still socket ``ino`` (never a listener:
+    gloo aborts the process when its accept() fails)."""
+    try:
+        if os.readlink(f"/proc/self/fd/{fd}") != ino:
+            return
+        s = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return
+    try:
+        if not s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+            s.getpeername()
+            s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        s.close()
+
+
 def _usable_cpus() -> int:
     fixed = os.environ.get("NBRUNNER_ELASTIC_CPUS")
     if fixed:
@@ -106,6 +147,9 @@ class Learner:
         self.net = None
         self._net_ref: Optional[weakref.ref] = None
         self._works: list = []     # this generation's async collectives (see _teardown)
+        self._gen_sockets: dict = {}  # socket inode -> fd of this generation's gloo connections
+        # the control all-reduce launched at the end of the last step: (work, vector, step, time, W, rank)
+        self._pending: Optional[tuple] = None
 
     # ---------------------------------------------------------------- setup
     def log(self, msg: str) -> None:
@@ -299,6 +343,8 @@ class Learner:
         own Python handles does not keep the GIL across the join).  The generation's async
         works are dropped after that, so that no worker thread is the last owner of a
         tensor the interpreter knows."""
+        self.poller.unwatch()
+        self._gen_sockets = {}
         if exc is not None and exc.__traceback__ is not None:
             traceback.clear_frames(exc.__traceback__)
         ref, self._net_ref = self._net_ref, None
@@ -313,6 +359,18 @@ class Learner:
             except Exception:
                 pass
         self._works.clear()
+        self._pending = None
+
+    def _cut_generation(self) -> bool:
+        """The driver abandoned the running generation (a peer's host is gone): a collective
+        waiting for that peer would only fail at the gloo timeout, so close this generation's
+        connections and let it fail now.  A learner still making steps is left alone: it
+        reaches the next plan at its step boundary."""
+        if self.t_last_step is not None and time.time() - self.t_last_step < _STALLED_S:
+            return False
+        for ino, fd in list(self._gen_sockets.items()):
+            _shut_down(ino, fd)
+        return True
 
     def run_gen(self, plan: Plan):
         g = plan.gen
@@ -334,8 +392,12 @@ class Learner:
             kw = {}
             if plan.backend == "nccl":
                 kw["device_id"] = self.device
+            before = _sockets() if plan.backend == "gloo" else {}
             dist.init_process_group(plan.backend, store=dist.PrefixStore(pg_prefix(g), self.store),
                                     rank=rank, world_size=W, timeout=timedelta(seconds=self.timeout), **kw)
+            if plan.backend == "gloo":
+                self._gen_sockets = {k: v for k, v in _sockets().items() if k not in before}
+                self.poller.watch_abort(g, self._cut_generation)
             if self.lid == plan.source:
                 if plan.mode == "snapshot":
                     if self.snap is None:
@@ -364,6 +426,7 @@ class Learner:
                 raise
             err = f"{type(e).__name__}: {e}"
             self.log(f"generation {g} failed: {err}")
+            self._settle_pending()
             self._teardown(e)
             self.report_fail(g, err)
             return "failed"
@@ -389,6 +452,9 @@ class Learner:
         if not ts["sizes"] or ts["sizes"][-1] != W:
             ts["sizes"].append(W)
         is_source = self.lid == plan.source
+        # only rank 0's view of the newest plan is used (the control all-reduce shares it):
+        # the other learners' pollers need not take a store round trip every 50 ms
+        self.poller.interval = 0.05 if rank == 0 else 0.5
         t_prev = self.t_last_step
         first = True
         snapshot_every = max(1, int(cfg.get("snapshot_every", 10)))
@@ -410,12 +476,17 @@ class Learner:
                                       "t": now}, urgent=True)
             req = self.step(net, W, rank)
             ts = self.ts
-            if ts["step"] % snapshot_every == 0:
+            s = ts["step"]
+            snap = s % snapshot_every == 0
+            if self._pending is not None and (snap or req > plan.gen or s >= self.total or s % self.spe == 0):
+                req = max(req, self._drain())  # the train state must be whole: snapshot, epoch end, leaving
+            if snap:
                 self.snapshot()
             if req > plan.gen:
                 return req  # run_gen dissolves the group once this frame (and its DDP reference) is gone
 
     def step(self, net, W: int, rank: int) -> int:
+        """One optimizer step; returns the newest plan the learners agreed on so far."""
         ts = self.ts
         B = self.B
         step = ts["step"]
@@ -427,36 +498,84 @@ class Learner:
         idx = self._perm[pos * B + lo:pos * B + hi]
         x, y = split_batch(fetch(self.train_ds, idx))
         x, y = to_device(x, self.device), to_device(y, self.device)
-        torch.manual_seed(step_seed(self.cfg["seed"], step, rank))
+        self._seed(step_seed(self.cfg["seed"], step, rank))
         self.clean = False
         self.opt.zero_grad(set_to_none=True)
         out = net(x)
         # each learner weights its loss by its share of the global batch; DDP averages the
         # gradients over the W learners (its own allreduce: a Python comm hook that sums costs
         # throughput), hence the factor W, exact for a power of two and within 1 ulp otherwise
-        loss = self.loss_fn(out, y) * ((hi - lo) / B * W)
+        loss = self.loss_fn(out, y)
+        share = (hi - lo) / B * W
+        if share != 1.0:
+            loss = loss * share
         loss.backward()
-        if W > 1:
-            ctl = torch.stack([torch.tensor(float(self.poller.req if rank == 0 else 0), dtype=torch.float64,
-                                            device=loss.device), loss.detach().to(torch.float64)])
-            work = dist.all_reduce(ctl, async_op=True)
-            self.opt.step()
-            work.wait()
-            self._works = [work]  # released by the next step or by _teardown, never by gloo's thread
-            req = int(ctl[0].item())
-            gloss = float(ctl[1].item()) / W
-        else:
-            self.opt.step()
-            req = self.poller.req
-            gloss = float(loss.item())
+        self.opt.step()
         ts["step"] = step + 1
+        self.clean = True
+        now = time.time()
+        self.t_last_step = now
+        if W == 1:
+            gloss = float(loss.item())
+            ts["loss_sum"] += gloss
+            ts["loss_n"] += 1
+            if rank == 0:
+                self.poller.push({"type": "step", "step": step + 1, "loss": gloss, "world": W, "t": now})
+            return self.poller.req
+        # the previous step's control vector has had a whole step to arrive: take it, then
+        # launch this step's, which the next step end (or _drain) takes
+        req = self._drain()
+        ctl = torch.stack([torch.tensor(float(self.poller.req if rank == 0 else 0), dtype=torch.float64,
+                                        device=loss.device), loss.detach().to(torch.float64)])
+        self._pending = (dist.all_reduce(ctl, async_op=True), ctl, step + 1, now, W, rank)
+        return req
+
+    def _seed(self, s: int) -> None:
+        # torch.manual_seed also queues a lazy seed for every uninitialised accelerator
+        # backend, formatting a stack trace for each (~0.5 ms a step); only the generators
+        # the model can draw from are seeded here
+        torch.default_generator.manual_seed(s)
+        if self.device.type == "cuda":
+            torch.cuda.manual_seed(s)
+
+    def _drain(self) -> int:
+        """Wait for the pending control all-reduce and account its step (global loss, the
+        step record); returns the plan it carries (0 if none is pending)."""
+        p = self._pending
+        if p is None:
+            return 0
+        work, ctl, step, t, W, rank = p
+        work.wait()
+        self._pending = None
+        self._works = [work]  # released by the next step or by _teardown, never by gloo's thread
+        self._apply(ctl, step, t, W, rank)
+        return int(ctl[0].item())
+
+    def _apply(self, ctl, step: int, t: float, W: int, rank: int) -> None:
+        gloss = float(ctl[1].item()) / W
+        ts = self.ts
         ts["loss_sum"] += gloss
         ts["loss_n"] += 1
-        self.clean = True
-        self.t_last_step = time.time()
         if rank == 0:
-            self.poller.push({"type": "step", "step": step + 1, "loss": gloss, "world": W, "t": self.t_last_step})
-        return req
+            self.poller.push({"type": "step", "step": step, "loss": gloss, "world": W, "t": t})
+
+    def _settle_pending(self) -> None:
+        """After a failed collective: account the pending control vector if its all-reduce
+        completed; otherwise the live state is not snapshotted (its loss sum lacks a step)."""
+        p, self._pending = self._pending, None
+        if p is None:
+            return
+        self._works.append(p[0])
+        try:
+            done = p[0].is_completed()
+            if done:
+                p[0].wait()
+        except Exception:
+            done = False
+        if done:
+            self._apply(*p[1:])
+        else:
+            self.clean = False
 
     def validate(self, W: int, rank: int) -> dict:
         out_rec: dict = {}

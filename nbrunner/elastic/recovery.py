@@ -75,8 +75,10 @@ class Recovery:
             return
         if self.recovering is None:
             self.recovering = {"since": time.monotonic(), "why": why}
-            if self.gen:
-                self.store.set(abort_key(self.gen), b"1")
+            # the running generation too: its learners may wait in a collective for a peer
+            # that is gone without closing its connections (a host cut off)
+            for g in {self.gen, self.active_gen} - {0}:
+                self.store.set(abort_key(g), b"1")
 
     def _recover(self) -> None:
         now = time.monotonic()

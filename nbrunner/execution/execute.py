@@ -241,6 +241,12 @@ def warm_kernel(rec: JobRecord, job_dir: Path, cwd: Path, env: dict[str, str], s
         return None
 
 
+def preload() -> None:
+    """Import papermill (with its I/O handlers and engines) now: a worker does it before it forks
+    work horses, so that each job does not pay for it."""
+    import papermill  # noqa: F401
+
+
 def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kernels: list, deadline: Deadline,
                      km=None) -> None:
     """papermill on the job's input snapshot, into ``output.ipynb``.  A kernel that dies before

@@ -15,6 +15,7 @@ a zombie, its exit status) from ``/proc``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sys
@@ -23,7 +24,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from .kernel_forkserver import NATIVE_ARGV, ForkServer
 from .kernels import ADOPTED, kernel_config, remove_kernel_sockets
+
+log = logging.getLogger("nbrunner.worker")
 
 DEFAULT_KERNEL = "python3"
 ENV_SPARE = "NBRUNNER_SPARE_KERNEL"  # the spare's description, from the worker to its horse
@@ -42,9 +46,11 @@ class SpareKernel:
         self.pid: int | None = None
         self.connection_file: str | None = None
         self.config = None
+        self.forkserver = ForkServer()
 
     def start(self) -> None:
-        """Launch a fresh kernel (no client: the worker never talks to it, its horse does)."""
+        """Launch a fresh kernel (no client: the worker never talks to it, its horse does);
+        forked from the fork server when the kernel is this Python's own ipykernel."""
         from jupyter_client.connect import write_connection_file
         from jupyter_client.kernelspec import KernelSpecManager
         from jupyter_client.launcher import launch_kernel
@@ -61,6 +67,14 @@ class SpareKernel:
             argv[0] = sys.executable  # as jupyter_client does: the worker's own Python
         env = {**os.environ, **(spec.env or {})}
         env.pop(ENV_SPARE, None)
+        if argv[0] == sys.executable and argv[1:] == [a.format(connection_file=fname) for a in NATIVE_ARGV]:
+            try:
+                self.pid = self.forkserver.spawn(fname, {**env, "JPY_PARENT_PID": str(os.getpid())})
+                self.connection_file = fname
+                return
+            except Exception as exc:  # noqa: BLE001 - launched the usual way below
+                log.warning("kernel fork server: %s; launching the kernel", exc)
+                self.forkserver.close()
         proc = launch_kernel(argv, env=env, independent=False)
         self.pid, self.connection_file = proc.pid, fname
         # the worker reaps it (kill_children); no Popen is kept, so a horse never mistakes a
@@ -96,6 +110,11 @@ class SpareKernel:
         if self.config is not None:
             remove_kernel_sockets(self.config)
         self.pid = self.connection_file = self.config = None
+
+    def close(self) -> None:
+        """Discard the spare and stop the fork server (the worker is stopping)."""
+        self.discard()
+        self.forkserver.close()
 
 
 def _runtime_dir() -> str:

@@ -31,6 +31,7 @@ from ..core.store import JobStore, connect
 from .warm_kernel import ENV_SPARE, SpareKernel
 
 log = logging.getLogger("nbrunner.worker")
+RETRY_INTERVAL = 0.2  # between heartbeats that fail (Redis out of reach)
 
 
 def detect_gpus() -> int:
@@ -89,6 +90,7 @@ class NbrunnerWorker(Worker):
         self._beat_thread: threading.Thread | None = None
         self.spare = SpareKernel()
         self._spare_lock = threading.Lock()  # the heartbeat thread restarts a dead spare between jobs
+        self._born = threading.Event()  # register_birth prepared the first spare
 
     # ---- registration and heartbeat -------------------------------------------------
     def registration(self) -> dict[str, Any]:
@@ -97,18 +99,30 @@ class NbrunnerWorker(Worker):
                 "pid": os.getpid(), "job": self.current[0] if self.current else None, "time": time.time(),
                 "spare_kernel": self.spare.pid}
 
-    def beat(self) -> None:
-        heartbeat(self.store, self.name, self.registration())
+    def beat(self) -> bool:
+        """Renew the registration; True if it had expired (or never existed)."""
+        return heartbeat(self.store, self.name, self.registration())
 
     def _beat_loop(self) -> None:
-        while not self._beat_stop.wait(HEARTBEAT_INTERVAL):
+        """Heartbeats only: nothing here may wait for a kernel start (it holds ``_spare_lock``
+        for seconds), or a busy host's registration expires while the worker is fine."""
+        wait = HEARTBEAT_INTERVAL
+        while not self._beat_stop.wait(wait):
             try:
-                if self.current is None:
-                    self.prepare_kernel()
-                self.beat()
+                if self.beat():  # back after an outage: the scheduler may give its slots out again now
+                    log.warning("registration had expired: registered again")
+                    self.store.emit("worker_joined", worker=self.name, host=self.host)
+                wait = HEARTBEAT_INTERVAL
                 self._check_current()
-            except Exception as exc:  # Redis restarting: keep trying
+            except Exception as exc:  # Redis restarting or out of reach: retry soon, to be back at once
                 log.warning("heartbeat failed: %s", exc.__class__.__name__)
+                wait = RETRY_INTERVAL
+
+    def _spare_loop(self) -> None:
+        """Between jobs, start a spare kernel again if the last one died."""
+        while not self._beat_stop.wait(HEARTBEAT_INTERVAL):
+            if self.current is None and self._born.is_set():
+                self.prepare_kernel()
 
     def _check_current(self) -> None:
         """Kill the work horse if its job was cancelled or handed to another worker."""
@@ -123,17 +137,26 @@ class NbrunnerWorker(Worker):
             self.kill_horse()
 
     def register_birth(self) -> None:
+        # rq installs its handlers after this returns; what follows takes seconds, and a stop
+        # asked meanwhile must still end the worker through register_death
+        self._install_signal_handlers()
         super().register_birth()
         self.beat()
         self._beat_thread = threading.Thread(target=self._beat_loop, name="nbrunner-heartbeat", daemon=True)
         self._beat_thread.start()
+        threading.Thread(target=self._spare_loop, name="nbrunner-spare-kernel", daemon=True).start()
         from .learner_agent import LearnerAgent
 
-        self.agent = LearnerAgent(self.store, self.host, self.name)
+        self.agent = LearnerAgent(self.store, self.host, self.name, warm=len(self.slots))
         self.agent.start()
-        self.prepare_kernel()
+        self.spare.forkserver.start()  # it imports ipykernel while this process preloads the rest
         self.store.emit("worker_joined", worker=self.name, host=self.host)
         preload_html()  # before the first job process is forked: a job's end then only renders its HTML
+        from .execute import preload as preload_papermill
+
+        preload_papermill()
+        self.prepare_kernel()
+        self._born.set()
 
     def prepare_kernel(self) -> None:
         """Have a fresh kernel started for the next job (see :mod:`.warm_kernel`)."""
@@ -147,7 +170,7 @@ class NbrunnerWorker(Worker):
     def register_death(self) -> None:
         self._beat_stop.set()
         with self._spare_lock:
-            self.spare.discard()
+            self.spare.close()
         if getattr(self, "agent", None) is not None:
             self.agent.stopping.set()
         try:
@@ -170,7 +193,8 @@ class NbrunnerWorker(Worker):
             os.environ.pop(ENV_SPARE, None)
             self.current = None
             agent = getattr(self, "agent", None)
-            kill_children(keep={p.pid for p in agent.procs.values()} if agent else set())  # other jobs' learners stay
+            keep = agent.pids() if agent else set()  # other jobs' learners stay
+            kill_children(keep=keep | ({self.spare.forkserver.pid} if self.spare.forkserver.alive() else set()))
             self._settle(job_id, attempt)
             with self._spare_lock:
                 self.spare.discard()  # single use: killed above with the job's leftovers, used or not
@@ -236,4 +260,5 @@ def run_worker(settings: Settings, gpus: int | None = 0, host: str | None = None
     try:
         worker.work(burst=burst, with_scheduler=False, logging_level="WARNING", max_idle_time=None)
     finally:
+        worker.spare.close()  # also when a stop came before rq's own teardown could run
         kill_children()

@@ -39,7 +39,7 @@ def test_two_learners_same_parameters(digits_npz, reference):
 
 def test_resized_2_1_2_mid_epoch_same_parameters(digits_npz, reference):
     slots = ScriptedSlots([(0, 2), (12, 1), (60, 2)])
-    seen, pids = [], []
+    seen, pids, steps = [], [], []
     holder = {}
 
     class Rec(Callback):
@@ -48,6 +48,7 @@ def test_resized_2_1_2_mid_epoch_same_parameters(digits_npz, reference):
             pids.append(set(holder["trainer"].learner_pids().values()))
 
         def on_step(self, step, logs):
+            steps.append(step)
             if step == 2:
                 pids.append(set(holder["trainer"].learner_pids().values()))
 
@@ -75,6 +76,11 @@ def test_resized_2_1_2_mid_epoch_same_parameters(digits_npz, reference):
     flat = [w for e in hist.epochs for w in e["world_sizes"]]
     assert 1 in flat and 2 in flat
     assert any(len(e["world_sizes"]) > 1 for e in hist.epochs)
+    # every step reported once, in order, and its global loss counted once in its epoch's mean
+    # (the control all-reduce that carries it completes one step later, or before a resize)
+    assert steps == list(range(1, hist.steps + 1))
+    for a, b in zip(hist.epochs, ref_hist.epochs):
+        assert abs(a["train_loss"] - b["train_loss"]) < 1e-4
 
 
 def test_learner_sigkill_survivors_continue(digits_npz, reference):
@@ -109,6 +115,8 @@ def test_learner_sigkill_survivors_continue(digits_npz, reference):
     assert 0 <= fail[0]["replayed_steps"] <= 5 + 2   # at most one snapshot interval (+ in-flight steps)
     assert hist.steps == ref_hist.steps
     assert max_abs_diff(trainer.model.state_dict(), ref_sd) <= 1e-4
+    for a, b in zip(hist.epochs, ref_hist.epochs):
+        assert abs(a["train_loss"] - b["train_loss"]) < 1e-4
 
 
 def test_sync_batchnorm_makes_bn_world_size_invariant(digits_npz):
