@@ -97,12 +97,20 @@ def uses_grants(nb: nbformat.NotebookNode) -> bool:
 
 
 def check_kernel(kernel: str) -> None:
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+    """InvalidRequest unless jupyter_client knows the kernel ``kernel``."""
+    from .kernelspecs import installed
 
-    try:
-        KernelSpecManager().get_kernel_spec(kernel)
-    except NoSuchKernel:
-        raise InvalidRequest(f"unknown kernel: {kernel!r}") from None
+    found = installed(kernel)  # without importing IPython
+    if found is None:  # a case only jupyter_client itself can settle
+        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+        try:
+            KernelSpecManager().get_kernel_spec(kernel)
+            found = True
+        except NoSuchKernel:
+            found = False
+    if not found:
+        raise InvalidRequest(f"unknown kernel: {kernel!r}")
 
 
 def check_notebook_kernel(nb: nbformat.NotebookNode, shown: str) -> None:
