@@ -678,6 +678,23 @@ def _plain_call(argv: list[str]) -> Optional[Any]:
     return functools.partial(func, **values)
 
 
+def _app_for(argv: list[str]) -> typer.Typer:
+    """``app``, reduced to the one command ``argv`` names if it names one: typer builds every
+    command of an app (signatures, annotations, parameter types) before it parses any."""
+    info = next((c for c in app.registered_commands
+                 if argv and (c.name or c.callback.__name__.replace("_", "-")) == argv[0]), None)
+    if info is None:
+        return app
+    one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, help=app.info.help)
+    one.registered_commands = [info]
+    one.callback()(_group)  # still a group, with the same command path and usage lines
+    return one
+
+
+def _group() -> None:
+    pass
+
+
 def _run_plain(call: Any) -> Any:
     """Run a directly bound command as typer's main runs one (end of input, Ctrl-C, a closed pipe)."""
     try:
@@ -700,7 +717,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     try:
         argv = _join_parameters(list(sys.argv[1:] if argv is None else argv))
         call = _plain_call(argv)
-        rv = _run_plain(call) if call is not None else app(args=argv, prog_name="nbrunner", standalone_mode=False)
+        rv = (_run_plain(call) if call is not None
+              else _app_for(argv)(args=argv, prog_name="nbrunner", standalone_mode=False))
     except NoArgsIsHelpError as exc:  # bare `nbrunner` or `nbrunner model`: the help, no error
         text = exc.format_message()
         if text.strip():
