@@ -146,17 +146,26 @@ _KERNELS: dict[str, str] = {}  # kernel name -> the directory of its spec, trust
 
 
 def check_kernel(kernel: str) -> None:
+    """InvalidRequest unless jupyter_client knows the kernel ``kernel``."""
     known = _KERNELS.get(kernel)
     if known is not None and os.path.isdir(known):
         return
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+    from .kernelspecs import installed
 
-    try:
-        spec = KernelSpecManager().get_kernel_spec(kernel)
-    except NoSuchKernel:
-        raise InvalidRequest(f"unknown kernel: {kernel!r}") from None
-    if spec.resource_dir:
-        _KERNELS[kernel] = spec.resource_dir
+    found = installed(kernel)  # without importing IPython
+    if found is None:  # a case only jupyter_client itself can settle
+        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+        try:
+            spec = KernelSpecManager().get_kernel_spec(kernel)
+        except NoSuchKernel:
+            found = False
+        else:
+            found = True
+            if spec.resource_dir:
+                _KERNELS[kernel] = spec.resource_dir
+    if not found:
+        raise InvalidRequest(f"unknown kernel: {kernel!r}")
 
 
 def check_notebook_kernel(nb: nbformat.NotebookNode, shown: str) -> None:
