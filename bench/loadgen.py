@@ -21,6 +21,9 @@ from pathlib import Path
 import nbformat
 
 
+PROBE_EVERY_S = 0.05  # pace of the GETs sent while the POSTs run
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -96,14 +99,26 @@ def run_load(jobs: int = 500, clients: int = 10, workers: int = 2, timeout: floa
                         latencies.append(dt)
                         (ids.append(body["id"]) if code == 201 else errors.append(f"{code} {body}"))
 
+            def probe() -> None:  # a user's listing while the POSTs run: is it stalled by them?
+                while not posting_done.wait(PROBE_EVERY_S):
+                    t = time.perf_counter()
+                    call(base, token, "GET", "/jobs?status=running")
+                    probe_lat.append(time.perf_counter() - t)
+
             per = jobs // clients
+            probe_lat: list[float] = []
+            posting_done = threading.Event()
+            prober = threading.Thread(target=probe)
             t0 = time.perf_counter()
             threads = [threading.Thread(target=client, args=(per, k * per)) for k in range(clients)]
+            prober.start()
             for th in threads:
                 th.start()
             for th in threads:
                 th.join()
             submitted = time.perf_counter() - t0
+            posting_done.set()
+            prober.join()
             # GET latency under load, while the jobs run
             get_lat = []
             for _ in range(50):
@@ -132,5 +147,7 @@ def run_load(jobs: int = 500, clients: int = 10, workers: int = 2, timeout: floa
         "executed_once": len(executed) == len(set(executed)) == len(ids) and set(executed) == set(ids),
         "post_p50_s": statistics.median(latencies), "post_p99_s": q[98],
         "get_p50_s": statistics.median(get_lat), "get_p99_s": gq[98],
+        "get_during_post_p50_s": statistics.median(probe_lat) if probe_lat else None,
+        "get_during_post_p99_s": statistics.quantiles(probe_lat, n=100)[98] if len(probe_lat) > 1 else None,
         "submit_s": submitted, "total_s": total,
     }

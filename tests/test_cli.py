@@ -120,3 +120,38 @@ def test_up_runs_everything_until_ctrl_c_and_leaves_nothing(tmp_path):
     alive = [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert alive == [], [p.cmdline() for p in alive]
     assert not (ws / ".nbrunner" / "redis.sock").exists()
+
+
+def typer_params(argv: list[str]) -> dict:
+    """The arguments typer itself would call the command of ``argv`` with."""
+    import typer.main
+
+    from nbrunner.client.cli import app
+
+    group = typer.main.get_command(app)
+    ctx = group.make_context("nbrunner", list(argv))
+    command = group.get_command(ctx, argv[0])
+    return command.make_context(argv[0], list(argv[1:]), parent=ctx).params
+
+
+@pytest.mark.parametrize("argv", [
+    ["jobs"], ["jobs", "--json", "--status", "failed", "--limit", "7"], ["jobs", "--all", "--schedule", "s1", "--dir", "/tmp"],
+    ["show", "abc", "--json"], ["show", "--dir", "ws", "abc"], ["logs", "-f", "abc"], ["logs", "abc", "--follow"],
+    ["cluster", "--json", "--dir", "."], ["list"], ["list", "--json"],
+])
+def test_read_commands_bind_plain_arguments_as_typer_does(argv):
+    from nbrunner.client.cli import _plain_call
+
+    call = _plain_call(argv)
+    assert call is not None and call.keywords == typer_params(argv)
+
+
+@pytest.mark.parametrize("argv", [
+    ["jobs", "--help"], ["jobs", "--limit", "007"], ["jobs", "--limit", "-1"], ["jobs", "--limit=5"],
+    ["jobs", "--json", "--json"], ["jobs", "--status"], ["jobs", "extra"], ["show"], ["show", "a", "b"],
+    ["show", "--", "a"], ["logs", "-x", "a"], ["cluster", "--dir", ""], ["submit", "x.ipynb"], ["bogus"], [],
+])
+def test_anything_else_goes_through_typer(argv):
+    from nbrunner.client.cli import _plain_call
+
+    assert _plain_call(argv) is None

@@ -101,11 +101,16 @@ def test_python_rerun_metrics_and_delete(ws, done):
 
 
 def test_read_commands_stay_light(ws, done):
-    code = ("import sys\nfrom nbrunner.client.cli import main\n"
-            "try:\n    main(['show', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('nbformat', 'nbconvert', 'papermill', 'torch') if m in sys.modules]\n"
-            "print('HEAVY', heavy)\n")
+    """The read commands import neither pydantic nor nbformat (nor papermill, torch), and rich
+    only to print a table."""
+    code = ("import atexit, sys\n"
+            "heavy = ('pydantic', 'nbformat', 'jsonschema', 'nbconvert', 'papermill', 'torch', 'IPython', 'rich')\n"
+            "atexit.register(lambda: print('LOADED', [m for m in heavy if m in sys.modules]))\n"
+            "from nbrunner.client.cli import main\nmain(sys.argv[1:])\n")
     import subprocess
 
-    p = subprocess.run([sys.executable, "-c", code, done["id"]], capture_output=True, text=True, cwd=ws, timeout=60)
-    assert "HEAVY []" in p.stdout, p.stdout + p.stderr
+    for args, loaded in [(["show", done["id"]], ["rich"]), (["show", done["id"], "--json"], []),
+                         (["jobs"], ["rich"]), (["jobs", "--json", "--status", "completed"], []),
+                         (["logs", done["id"]], []), (["cluster", "--json"], []), (["list", "--json"], [])]:
+        p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ws, timeout=60)
+        assert p.returncode == 0 and f"LOADED {loaded}" in p.stdout, (args, p.stdout[-500:], p.stderr)

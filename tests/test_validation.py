@@ -77,3 +77,51 @@ def test_a_good_request_is_recorded_and_snapshotted(workspace, store):
                                   "gpus", "owner", "created_at", "started_at", "finished_at", "output", "error",
                                   "progress", "metrics", "sweep", "schedule"}
     assert rec.to_dict()["schedule"] is None  # not a run of a schedule
+
+
+def test_a_changed_notebook_is_checked_and_snapshotted_again(workspace, store):
+    """Submits reuse the check of an unchanged notebook file, never that of a changed one."""
+    import nbformat
+
+    settings = Settings.load(workspace)
+    path = make_notebook(workspace / "nb.ipynb", "print('one')")
+    snapshot = lambda rec: (workspace / "runs" / rec.id / "input.ipynb").read_text()  # noqa: E731
+    first = service.submit(store, settings, {"notebook": "nb.ipynb"})
+    assert snapshot(first) == snapshot(service.submit(store, settings, {"notebook": "nb.ipynb"}))
+    assert nbformat.reads(snapshot(first), as_version=4) == nbformat.read(str(path), as_version=4)
+    before = path.stat()
+    make_notebook(path, "print('two')")  # same size: only the times tell it changed
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))
+    assert "two" in snapshot(service.submit(store, settings, {"notebook": "nb.ipynb"}))
+    path.write_text('{"cells": 5, "nbformat": 4, "nbformat_minor": 5, "metadata": {}}')
+    with pytest.raises(InvalidRequest, match="invalid notebook format"):
+        service.submit(store, settings, {"notebook": "nb.ipynb"})
+    assert len(store.all()) == 3
+
+
+def test_a_kernel_removed_after_a_submit_is_unknown_again(workspace, store, monkeypatch):
+    import json
+    import shutil
+    import sys
+
+    spec = workspace.parent / f"{workspace.name}-jp" / "kernels" / "nbr-passing"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f",
+                                                           "{connection_file}"], "display_name": "x", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(spec.parent.parent))
+    settings = Settings.load(workspace)
+    service.submit(store, settings, {"notebook": "hello.ipynb", "kernel": "nbr-passing"})
+    shutil.rmtree(spec)
+    with pytest.raises(InvalidRequest, match="unknown kernel"):
+        service.submit(store, settings, {"notebook": "hello.ipynb", "kernel": "nbr-passing"})
+
+
+def test_create_refuses_a_taken_id_and_files_nothing(store):
+    from nbrunner.core.keys import EVENTS
+    from nbrunner.core.models import JobRecord
+
+    assert store.create(JobRecord(id="dup1", name="first", notebook="a.ipynb", owner="u"))
+    assert not store.create(JobRecord(id="dup1", name="second", notebook="b.ipynb", owner="u", status="running"))
+    assert store.get("dup1").name == "first" and store.count() == 1
+    assert [r.id for r in store.page("queued")[0]] == ["dup1"] and store.page("running")[0] == []
+    assert [f["type"] for _, f in store.r.xrange(EVENTS)] == ["submitted"]

@@ -1,6 +1,12 @@
-"""The ``nbrunner`` command line (commands listed in the README)."""
+"""The ``nbrunner`` command line (commands listed in the README).
+
+The read commands (``jobs``, ``show``, ``logs``, ``cluster``, ``list``) answer about as fast as
+``rq info``: they read records as views (no pydantic), and import rich only to print a table.
+"""
 from __future__ import annotations
 
+import errno
+import functools
 import json
 import os
 import secrets
@@ -12,20 +18,18 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
-
-from . import render
 
 try:  # typer >= 0.25 vendors its own click
     from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+    from typer._click.utils import PacifyFlushWrapper
     from typer.exceptions import Abort, Exit
 except ImportError:  # pragma: no cover
     from click.exceptions import Abort, ClickException, Exit, NoArgsIsHelpError, UsageError
+    from click.utils import PacifyFlushWrapper
 from ..core.errors import NbrunnerError, NoCluster
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="Run parameterized Jupyter notebooks as elastic GPU jobs on a shared cluster.")
-console = Console()
 DirOption = typer.Option(None, "--dir", help="workspace directory (default: NBRUNNER_WORKSPACE or the current directory)")
 
 
@@ -46,6 +50,14 @@ def parse_value(text: str) -> Any:
             return text
         return value
     return text
+
+
+@functools.cache
+def console():
+    """rich's console, made on first use (rich costs as much to import as a read command's work)."""
+    from rich.console import Console
+
+    return Console()
 
 
 def _cluster(workspace: Optional[Path]):
@@ -99,14 +111,14 @@ def up(workspace: Optional[Path] = DirOption,
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     sup.start()
     try:
-        console.print(f"nbrunner is up in {settings.workspace} (Redis {settings.url.split('@')[-1]}, "
+        console().print(f"nbrunner is up in {settings.workspace} (Redis {settings.url.split('@')[-1]}, "
                       f"{workers} workers, policy {policy})")
         if not no_lab:
-            console.print(f"JupyterLab: http://127.0.0.1:{port}/lab?token={token}")
-        console.print("Press Ctrl-C to stop.")
+            console().print(f"JupyterLab: http://127.0.0.1:{port}/lab?token={token}")
+        console().print("Press Ctrl-C to stop.")
         stop.wait()
     finally:
-        console.print("stopping...")
+        console().print("stopping...")
         sup.stop()
 
 
@@ -151,7 +163,7 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
     if as_json:
         _print_json(job.to_dict())
     else:
-        console.print(f"{job.id} {job.record.status}" + (f": {job.record.error}" if job.record.error else ""))
+        console().print(f"{job.id} {job.record.status}" + (f": {job.record.error}" if job.record.error else ""))
     raise typer.Exit(0 if job.record.status == "completed" else 1)
 
 
@@ -174,24 +186,31 @@ def jobs(status: Optional[str] = typer.Option(None, "--status"),
         raise typer.BadParameter(f"--limit must be a positive integer, got {limit}")
     cluster = _cluster(workspace)
     where = None if schedule is None else (lambda r: r.schedule == schedule)
-    records, after = cluster.store.page(status, None if every else limit or JOBS_SHOWN, where=where)
+    records, after = cluster.store.page(status, None if every else limit or JOBS_SHOWN, where=where, view=True)
     if as_json:
         _print_json({"jobs": [r.to_dict() for r in records], "next": after})
         return
+    from . import render
+
     records.reverse()  # the newest at the bottom, next to the prompt
-    console.print(render.jobs_table(records))
+    console().print(render.jobs_table(records))
     line = render.totals_line(records)
     if after is not None:
         line += f" (the newest {len(records)} of {cluster.store.count(status)}; --all lists them all)"
-    console.print(line)
+    console().print(line)
 
 
 @app.command()
 def show(job_id: str = typer.Argument(..., metavar="JOB"), as_json: bool = typer.Option(False, "--json"),
          workspace: Optional[Path] = DirOption) -> None:
     """Show one job."""
-    rec = _cluster(workspace).store.get(job_id)
-    _print_json(rec.to_dict()) if as_json else console.print(render.job_detail(rec))
+    rec = _cluster(workspace).store.get(job_id, view=True)
+    if as_json:
+        _print_json(rec.to_dict())
+        return
+    from . import render
+
+    console().print(render.job_detail(rec))
 
 
 @app.command()
@@ -201,16 +220,19 @@ def logs(job_id: str = typer.Argument(..., metavar="JOB"), follow: bool = typer.
     from .job import read_log
 
     cluster = _cluster(workspace)
-    job = cluster.job(job_id)
+    rec = cluster.store.get(job_id, view=True)
+    job_dir = cluster.settings.job_dir(rec.id)
     offset = 0
     while True:
-        text, offset = read_log(job.dir, offset, finished=job.record.finished)
+        text, offset = read_log(job_dir, offset, finished=rec.finished)
         if text:
             sys.stdout.write(text)
             sys.stdout.flush()
-        if not follow or job.refresh().record.finished:
+        if follow:
+            rec = cluster.store.get(job_id, view=True)
+        if not follow or rec.finished:
             if follow:  # what was written between the read and the status check
-                text, offset = read_log(job.dir, offset, finished=True)
+                text, offset = read_log(job_dir, offset, finished=True)
                 sys.stdout.write(text)
             return
         time.sleep(0.5)
@@ -294,7 +316,12 @@ def priority(job_id: str = typer.Argument(..., metavar="JOB"), value: int = type
 def cluster_cmd(as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
     """Show hosts, slots, who holds each, free GPUs and the policy."""
     status = _cluster(workspace).status()
-    _print_json(status) if as_json else console.print(render.cluster_table(status))
+    if as_json:
+        _print_json(status)
+        return
+    from . import render
+
+    console().print(render.cluster_table(status))
 
 
 @app.command("list")
@@ -316,7 +343,7 @@ def list_clusters(as_json: bool = typer.Option(False, "--json")) -> None:
         table.add_column(col, overflow="fold")
     for c in clusters:
         table.add_row(c["workspace"], c["redis_url"], str(c["pid"]), c["started_at"] or "", c["lab_url"] or "")
-    console.print(table)
+    console().print(table)
 
 
 @app.command()
@@ -419,7 +446,7 @@ def sweep(notebook: str = typer.Argument(..., help="notebook path"),
             table.add_column(n)
         for i, p in enumerate(trials, start=1):
             table.add_row(str(i), *[f"{p[n]:.6g}" if isinstance(p[n], float) else json.dumps(p[n]) for n in names])
-        console.print(table)
+        console().print(table)
         return
     cluster = _cluster(workspace)
     result = cluster.sweep(notebook, spec, **options)
@@ -467,7 +494,9 @@ def schedule_list(as_json: bool = typer.Option(False, "--json"), workspace: Opti
     if as_json:
         _print_json({"schedules": [r.to_dict() for r in records]})
     else:
-        console.print(render.schedules_table(records))
+        from . import render
+
+        console().print(render.schedules_table(records))
 
 
 @schedule_app.command("show")
@@ -541,7 +570,7 @@ def model_list(as_json: bool = typer.Option(False, "--json"), workspace: Optiona
         table.add_column(col)
     for m in models:
         table.add_row(m["name"], str(m["version"]), m["job"] or "", m["created_at"] or "", m["path"])
-    console.print(table)
+    console().print(table)
 
 
 @app.command()
@@ -570,11 +599,126 @@ def serve(model: str = typer.Argument(..., metavar="NAME[:VERSION]"),
 
 
 
+# ---- read commands without typer's parameter conversion ---------------------------------------
+# typer (0.2x) converts every parameter's value through a pydantic TypeAdapter, which costs more
+# than a read command's whole work.  When a read command is given only plain arguments (options
+# it declares, each once; values that typer would take as they are), main() binds them itself,
+# from the command's own typer declarations, and calls it.  Anything else (--help, an unknown or
+# repeated option, a value typer might refuse) goes through typer as before, so help and error
+# messages are typer's.
+PLAIN_COMMANDS = ("jobs", "show", "logs", "cluster", "list")
+
+
+def _plain_value(annotation: str, info: Any, text: str) -> Any:
+    """``text`` as typer would convert it for ``annotation``, or _NOT_PLAIN where typer could
+    say something else (a check, a refusal)."""
+    if annotation in ("str", "Optional[str]"):
+        return text
+    if annotation in ("int", "Optional[int]"):
+        plain = text.isascii() and text.isdigit() and (text == "0" or not text.startswith("0"))
+        return int(text) if plain and info.min is None and info.max is None else _NOT_PLAIN
+    if annotation in ("Path", "Optional[Path]"):
+        checked = (info.exists or not info.file_okay or not info.dir_okay or info.writable or info.resolve_path
+                   or info.allow_dash or info.path_type is not None)
+        unreadable = os.path.exists(text) and not os.access(text, os.R_OK)  # typer refuses those
+        return Path(text) if text and not checked and not unreadable else _NOT_PLAIN
+    return _NOT_PLAIN
+
+
+_NOT_PLAIN = object()
+
+
+def _plain_call(argv: list[str]) -> Optional[Any]:
+    """A call of the read command ``argv`` asks for, with its arguments bound, if they are plain
+    (see above); else None."""
+    from inspect import signature
+
+    from typer.models import ArgumentInfo, OptionInfo
+
+    if not argv or argv[0] not in PLAIN_COMMANDS or os.environ.get("_NBRUNNER_COMPLETE"):
+        return None
+    func = next((c.callback for c in app.registered_commands
+                 if (c.name or c.callback.__name__.replace("_", "-")) == argv[0]), None)
+    if func is None:
+        return None
+    params = signature(func).parameters
+    options, arguments, values = {}, [], {}
+    for name, param in params.items():
+        info = param.default
+        if isinstance(info, ArgumentInfo) and info.default is ...:
+            arguments.append(name)
+        elif isinstance(info, OptionInfo) and info.param_decls and not any("/" in d for d in info.param_decls) \
+                and info.callback is None and info.envvar is None and (param.annotation != "bool" or info.default is False):
+            options.update((decl, name) for decl in info.param_decls)
+        else:
+            return None
+    words, rest = [], list(argv[1:])
+    while rest:
+        token = rest.pop(0)
+        if not token.startswith("-"):
+            words.append(token)
+            continue
+        name = options.get(token)
+        if name is None or name in values:
+            return None
+        if params[name].annotation == "bool":
+            values[name] = True
+            continue
+        if not rest or rest[0].startswith("-"):
+            return None
+        values[name] = _plain_value(params[name].annotation, params[name].default, rest.pop(0))
+    if len(words) != len(arguments):
+        return None
+    values.update((name, _plain_value(params[name].annotation, params[name].default, word))
+                  for name, word in zip(arguments, words))
+    if any(v is _NOT_PLAIN for v in values.values()):
+        return None
+    for name in set(options.values()) - set(values):
+        values[name] = params[name].default.default
+    return functools.partial(func, **values)
+
+
+def _app_for(argv: list[str]) -> typer.Typer:
+    """``app``, reduced to the one command ``argv`` names if it names one: typer builds every
+    command of an app (signatures, annotations, parameter types) before it parses any."""
+    info = next((c for c in app.registered_commands
+                 if argv and (c.name or c.callback.__name__.replace("_", "-")) == argv[0]), None)
+    if info is None:
+        return app
+    one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, help=app.info.help)
+    one.registered_commands = [info]
+    one.callback()(_group)  # still a group, with the same command path and usage lines
+    return one
+
+
+def _group() -> None:
+    pass
+
+
+def _run_plain(call: Any) -> Any:
+    """Run a directly bound command as typer's main runs one (end of input, Ctrl-C, a closed pipe)."""
+    try:
+        return call()
+    except EOFError as exc:
+        print(file=sys.stderr)
+        raise Abort() from exc
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        sys.stdout = PacifyFlushWrapper(sys.stdout)
+        sys.stderr = PacifyFlushWrapper(sys.stderr)
+        sys.exit(1)
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: one-line errors, exit 2 for usage errors and for no running cluster."""
     try:
         argv = _join_parameters(list(sys.argv[1:] if argv is None else argv))
-        rv = app(args=argv, prog_name="nbrunner", standalone_mode=False)
+        call = _plain_call(argv)
+        rv = (_run_plain(call) if call is not None
+              else _app_for(argv)(args=argv, prog_name="nbrunner", standalone_mode=False))
     except NoArgsIsHelpError as exc:  # bare `nbrunner` or `nbrunner model`: the help, no error
         text = exc.format_message()
         if text.strip():

@@ -9,19 +9,19 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import redis
 
-from ..control import grants, submit
+from ..control import grants
 from ..control.registration import live_capacity
 from ..core.config import Settings, redact
 from ..core.discovery import resolve
 from ..core.errors import NoCluster
 from ..core.keys import LEASE, POLICY
-from ..core.models import JobRecord
 from ..core.store import JobStore
 from ..execution.redis_server import ping
 from . import session
 from .job import Job
 
-if TYPE_CHECKING:  # imported in sweep(): the CLI's read commands do not need the sweep machinery
+if TYPE_CHECKING:  # imported on use: the CLI's read commands need neither submissions (pydantic) nor sweeps
+    from ..core.models import JobRecord
     from .schedule import Schedule
     from .sweep import Sweep
 
@@ -66,6 +66,8 @@ class Cluster:
         request = {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},
                    "name": name, "min_gpus": min_gpus, "max_gpus": max_gpus, "priority": priority,
                    "timeout": timeout, "kernel": kernel, **extra}
+        from ..control import submit
+
         rec = submit.submit(self.store, self.settings, request, owner=owner, base=Path.cwd())
         return Job(self, rec)
 

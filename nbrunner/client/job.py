@@ -9,13 +9,15 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..control import grants, submit
+from ..control import grants
 from ..core.errors import NotFound
-from ..core.models import FINISHED, JobRecord
 from ..core.notebooks import load_nbformat
+from ..core.records import FINISHED
 
-if TYPE_CHECKING:  # imported in output_notebook(): the CLI's read commands never need it
+if TYPE_CHECKING:  # imported on use: the CLI's read commands need neither nbformat nor pydantic
     import nbformat
+
+    from ..core.models import JobRecord
 
 
 class Job:
@@ -77,20 +79,28 @@ class Job:
         return load_nbformat().read(str(path), as_version=4)
 
     def cancel(self) -> "Job":
+        from ..control import submit
+
         self.record = submit.cancel(self.cluster.store, self.id, self.dir)
         return self
 
     def set_priority(self, priority: int) -> "Job":
+        from ..control import submit
+
         self.record = submit.set_priority(self.cluster.store, self.id, priority)
         return self
 
     def rerun(self, parameters: dict[str, Any] | None = None) -> "Job":
         """A new job from this job's input snapshot and options, with ``parameters`` merged in."""
+        from ..control import submit
+
         rec = submit.rerun(self.cluster.store, self.cluster.settings, self.id, parameters)
         return Job(self.cluster, rec)
 
     def delete(self) -> None:
         """Remove this finished job: its record and its directory (Conflict if it has not finished)."""
+        from ..control import submit
+
         submit.purge(self.cluster.store, self.cluster.settings, self.id)
 
     def timeline(self) -> list[dict]:

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from ..core.models import JobRecord
+if TYPE_CHECKING:  # records or their read-only views (RecordView): both have these attributes
+    from ..core.models import JobRecord
 
 STATUS_STYLE = {"queued": "yellow", "running": "cyan", "completed": "green", "failed": "red", "cancelled": "magenta"}
 

@@ -21,7 +21,7 @@ from typing import Iterable
 import redis
 
 from ..core.keys import PREFIX
-from ..core.models import utcnow
+from ..core.records import utcnow
 from ..core.placement import Slot
 from ..core.store import JobStore
 

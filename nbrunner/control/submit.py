@@ -11,8 +11,10 @@ import os
 import secrets
 import shutil
 import string
+import threading
+from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.config import Settings
 from ..core.errors import Conflict, InvalidRequest, NotFound
@@ -65,12 +67,56 @@ def resolve_notebook(settings: Settings, notebook: str, base: Path | None = None
     return real
 
 
+class Checked(NamedTuple):
+    """A notebook that passed :func:`read_notebook`: its node (shared: read it, never change
+    it), the text of its ``input.ipynb`` snapshot, and whether it is elastic (:func:`uses_grants`)."""
+    nb: nbformat.NotebookNode
+    text: str
+    elastic: bool
+
+
+# Checked notebooks by (path, inode, size, mtime, ctime): a notebook submitted again and again
+# (a sweep, a schedule, a burst of REST submits) is parsed and validated once.
+_CHECKED: OrderedDict[tuple, Checked] = OrderedDict()
+_CHECKED_BYTES = 16 * 1024 * 1024  # of notebook files kept (the oldest go first)
+_checked_lock = threading.Lock()
+
+
 def read_notebook(path: Path, shown: str) -> nbformat.NotebookNode:
-    """Read and validate a notebook file, with one-line errors."""
-    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+    """Read and validate a notebook file, with one-line errors (the node is shared: do not change it)."""
+    return check_notebook(path, shown).nb
+
+
+def check_notebook(path: Path, shown: str) -> Checked:
+    """:func:`read_notebook`, with the snapshot text; cached while the file is unchanged."""
+    st = path.stat()
+    if st.st_size > MAX_NOTEBOOK_BYTES:
         raise InvalidRequest(f"notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB: {shown}")
+    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    with _checked_lock:
+        hit = _CHECKED.get(key)
+        if hit is not None:
+            _CHECKED.move_to_end(key)
+            return hit
+    with open(path, "rb") as f:  # the key of what is read: a change while reading gives another key
+        st = os.fstat(f.fileno())
+        key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        raw = f.read(MAX_NOTEBOOK_BYTES + 1)
+    if len(raw) > MAX_NOTEBOOK_BYTES:
+        raise InvalidRequest(f"notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB: {shown}")
+    nb = _parse_notebook(raw, shown)
+    text = load_nbformat().writes(nb)
+    checked = Checked(nb, text if text.endswith("\n") else text + "\n", uses_grants(nb))
+    with _checked_lock:
+        _CHECKED[key] = checked
+        while sum(k[2] for k in _CHECKED) > _CHECKED_BYTES and len(_CHECKED) > 1:
+            _CHECKED.popitem(last=False)
+    return checked
+
+
+def _parse_notebook(raw: bytes, shown: str) -> nbformat.NotebookNode:
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = raw.decode("utf-8")
         data = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise InvalidRequest(f"not a notebook (invalid JSON): {shown}") from None
@@ -96,13 +142,30 @@ def uses_grants(nb: nbformat.NotebookNode) -> bool:
     return any(c.cell_type == "code" and any(m in c.source for m in ELASTIC_MARKERS) for c in nb.cells)
 
 
-def check_kernel(kernel: str) -> None:
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+_KERNELS: dict[str, str] = {}  # kernel name -> the directory of its spec, trusted while it exists
 
-    try:
-        KernelSpecManager().get_kernel_spec(kernel)
-    except NoSuchKernel:
-        raise InvalidRequest(f"unknown kernel: {kernel!r}") from None
+
+def check_kernel(kernel: str) -> None:
+    """InvalidRequest unless jupyter_client knows the kernel ``kernel``."""
+    known = _KERNELS.get(kernel)
+    if known is not None and os.path.isdir(known):
+        return
+    from .kernelspecs import installed
+
+    found = installed(kernel)  # without importing IPython
+    if found is None:  # a case only jupyter_client itself can settle
+        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+        try:
+            spec = KernelSpecManager().get_kernel_spec(kernel)
+        except NoSuchKernel:
+            found = False
+        else:
+            found = True
+            if spec.resource_dir:
+                _KERNELS[kernel] = spec.resource_dir
+    if not found:
+        raise InvalidRequest(f"unknown kernel: {kernel!r}")
 
 
 def check_notebook_kernel(nb: nbformat.NotebookNode, shown: str) -> None:
@@ -156,20 +219,20 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any] | JobReq
     req = request if isinstance(request, JobRequest) else JobRequest.parse(request)
     path = resolve_notebook(settings, req.notebook, base)
     shown = relative_to_workspace(settings, path)
-    nb = read_notebook(path, shown)
+    checked = check_notebook(path, shown)
     if req.kernel:
         check_kernel(req.kernel)
     else:
-        check_notebook_kernel(nb, shown)
+        check_notebook_kernel(checked.nb, shown)
     if req.language:
         check_language(req.language)
     cwd = resolve_cwd(settings, req.cwd, base) if req.cwd else None
-    return _record(store, settings, req, nb, shown, path.stem, cwd, owner)
+    return _record(store, settings, req, checked, shown, path.stem, cwd, owner)
 
 
-def _record(store: JobStore, settings: Settings, req: JobRequest, nb: nbformat.NotebookNode, shown: str,
+def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Checked, shown: str,
             stem: str, cwd: str | None, owner: str | None) -> JobRecord:
-    """Snapshot ``nb`` to a new job directory and queue the job ``req`` (already validated)."""
+    """Snapshot ``checked`` to a new job directory and queue the job ``req`` (already validated)."""
     for _ in range(10):
         job_id = new_id()
         job_dir = settings.job_dir(job_id)
@@ -182,7 +245,7 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, nb: nbformat.N
         raise Conflict("could not allocate a job id")
     try:
         (job_dir / "logs").mkdir()
-        load_nbformat().write(nb, str(job_dir / "input.ipynb"))
+        (job_dir / "input.ipynb").write_text(checked.text, encoding="utf-8")
         record = JobRecord(
             id=job_id,
             name=req.name or stem,
@@ -201,7 +264,7 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, nb: nbformat.N
             cwd=cwd,
             report_mode=req.report_mode,
             retries=DEFAULT_RETRIES if req.retries is None else req.retries,
-            elastic=uses_grants(nb),
+            elastic=checked.elastic,
         )
         record.note_status(None)  # the history starts at "queued"
         (job_dir / "job.json").write_text(json.dumps(record.to_dict(), indent=1))
@@ -230,9 +293,9 @@ def rerun(store: JobStore, settings: Settings, job_id: str, parameters: Any = No
     snapshot = settings.job_dir(job_id) / "input.ipynb"
     if not snapshot.is_file():
         raise Conflict(f"job {job_id} has no input snapshot to run again")
-    nb = read_notebook(snapshot, f"the input of job {job_id}")
+    checked = check_notebook(snapshot, f"the input of job {job_id}")
     cwd = resolve_cwd(settings, old.cwd) if old.cwd else None
-    return _record(store, settings, req, nb, old.notebook, old.name, cwd, owner)
+    return _record(store, settings, req, checked, old.notebook, old.name, cwd, owner)
 
 
 PURGE_WAIT_S = 10.0  # how long a purge waits for a just-finished job's worker to let it go

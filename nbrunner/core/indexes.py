@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .keys import FINISHED_AT, status_index
-from .models import FINISHED, STATUSES, JobRecord, parse_time
+from .records import FINISHED, STATUSES, parse_time
+
+if TYPE_CHECKING:
+    from .models import JobRecord
 
 
 def finish_time(rec: JobRecord) -> float:

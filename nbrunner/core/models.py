@@ -1,39 +1,20 @@
-"""The job record and the request that creates one."""
+"""The job record and the request that creates one (validated: pydantic; the constants and the
+read-only view that need no pydantic are in :mod:`.records`)."""
 from __future__ import annotations
 
 import json
 import keyword
 import math
-from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import InvalidRequest
 from .limits import MAX_INT64, MAX_TIMEOUT_S, check_request
+from .records import (FINISHED, PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, PUBLIC_FIELDS, SHOWN_EXTRA,  # noqa: F401
+                      STATUSES, duration, parse_time, utcnow)
 
 Status = Literal["queued", "running", "completed", "failed", "cancelled"]
-STATUSES = ("queued", "running", "completed", "failed", "cancelled")
-FINISHED = ("completed", "failed", "cancelled")
-PRIORITY_MIN, PRIORITY_MAX, PRIORITY_DEFAULT = 1, 10000, 5000
-
-# Fields of the public job record (the README's job record), in display order.
-PUBLIC_FIELDS = (
-    "id", "name", "notebook", "parameters", "status", "priority", "min_gpus", "max_gpus", "gpus",
-    "owner", "created_at", "started_at", "finished_at", "output", "error", "progress", "metrics", "sweep",
-    "schedule",
-    "history",
-)
-
-
-def utcnow() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 def _check_json(value: Any, where: str) -> Any:
@@ -215,12 +196,7 @@ class JobRecord(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         d = self.model_dump()
-        extra = {k: d[k] for k in ("timeout", "kernel", "attempt", "worker", "queue_position")}
-        return {**{k: d[k] for k in PUBLIC_FIELDS}, **extra}
+        return {**{k: d[k] for k in PUBLIC_FIELDS}, **{k: d[k] for k in SHOWN_EXTRA}}
 
     def duration(self) -> float | None:
-        start = parse_time(self.started_at)
-        if start is None:
-            return None
-        end = parse_time(self.finished_at) or datetime.now(timezone.utc)
-        return max(0.0, (end - start).total_seconds())
+        return duration(self.started_at, self.finished_at)

@@ -13,9 +13,12 @@ writes the answer back.  Conventions (see docs/architecture.md):
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, NamedTuple
+from typing import TYPE_CHECKING, Iterable, NamedTuple
 
-from .models import JobRecord, parse_time
+from .records import parse_time
+
+if TYPE_CHECKING:
+    from .models import JobRecord
 
 Slot = tuple[str, int]
 

@@ -15,15 +15,18 @@ import binascii
 import json
 import math
 import time
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import redis
 
 from .config import redact
 from .errors import InvalidRequest, NoCluster, NotFound
 from .indexes import finish_time, index_status
-from .models import STATUSES, JobRecord
 from .keys import ACTIVE, EVENTS, EVENTS_MAXLEN, FINISHED_AT, INDEXED, JOBS, job_key, status_index
+from .records import STATUSES, RecordView
+
+if TYPE_CHECKING:  # imported where records are validated: views (view=True) need no pydantic
+    from .models import JobRecord
 
 INDEX_VERSION = "1"
 PAGE_SCAN_MAX = 20000  # records one filtered page may read before it returns what it found
@@ -52,6 +55,38 @@ return out
 """
 
 
+# Create a job in one atomic round trip (with ``appendfsync always``, one fsync): SET the record
+# KEYS[1] to ARGV[1] unless it exists (then 0), then run the commands that follow, each given as
+# its word count and its words (the index moves, the event).
+_CREATE = """
+if not redis.call('set', KEYS[1], ARGV[1], 'NX') then return 0 end
+local i = 2
+while i <= #ARGV do
+  local n = tonumber(ARGV[i])
+  redis.call(unpack(ARGV, i + 1, i + n))
+  i = i + n + 1
+end
+return 1
+"""
+
+
+class _Commands:
+    """Records the commands :func:`index_status` queues, for the create script."""
+
+    def __init__(self) -> None:
+        self.args: list[Any] = []
+
+    def add(self, *words: Any) -> None:
+        self.args += [len(words), *words]
+
+    def zadd(self, key: str, mapping: dict[str, float]) -> None:
+        for member, score in mapping.items():
+            self.add("zadd", key, score, member)
+
+    def zrem(self, key: str, *members: str) -> None:
+        self.add("zrem", key, *members)
+
+
 def encode_cursor(score: float, job_id: str) -> str:
     """An opaque position in a listing: just after the job ``job_id`` created at ``score``."""
     return base64.urlsafe_b64encode(f"{score!r} {job_id}".encode()).decode().rstrip("=")
@@ -72,8 +107,23 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
     return score, job_id
 
 
+def _driver_info() -> dict[str, Any]:
+    """redis-py >= 7.1 looks its own version up in the installed packages' metadata for every new
+    client (about 10 ms, twice in a CLI command); give it the version it knows, once per process
+    (the same CLIENT SETINFO values).  Older versions do that once, at import."""
+    try:
+        from redis.driver_info import DriverInfo
+    except ImportError:
+        return {}
+    return {"driver_info": DriverInfo(lib_version=redis.__version__)}
+
+
+DRIVER_INFO = _driver_info()  # keyword arguments of redis.Redis for every client nbrunner makes
+
+
 def connect(url: str, **kwargs: Any) -> redis.Redis:
     """A redis-py client for a ``redis://``, ``rediss://`` or ``unix://`` URL."""
+    kwargs = {**DRIVER_INFO, **kwargs}
     kwargs.setdefault("decode_responses", True)
     kwargs.setdefault("health_check_interval", 10)
     kwargs.setdefault("socket_connect_timeout", 5)
@@ -90,6 +140,7 @@ class JobStore:
         self.r = client
         self.url = url
         self._page_script = client.register_script(_PAGE)
+        self._create_script = client.register_script(_CREATE)
 
     @classmethod
     def from_url(cls, url: str) -> "JobStore":
@@ -100,25 +151,30 @@ class JobStore:
         """Store a new record; False if the id is taken."""
         if not record.history:
             record.note_status(None)
-        if not self.r.set(job_key(record.id), record.model_dump_json(), nx=True):
-            return False
         score = time.time()
-        with self.r.pipeline() as p:
-            p.zadd(JOBS, {record.id: score})
-            index_status(p, record, score)
-            p.sadd(ACTIVE, record.id)
-            p.xadd(EVENTS, {"type": "submitted", "job": record.id}, maxlen=EVENTS_MAXLEN, approximate=True)
-            p.execute()
-        return True
+        ops = _Commands()
+        ops.zadd(JOBS, {record.id: score})
+        index_status(ops, record, score)
+        ops.add("sadd", ACTIVE, record.id)
+        ops.add("xadd", EVENTS, "MAXLEN", "~", EVENTS_MAXLEN, "*", "type", "submitted", "job", record.id)
+        return bool(self._create_script(keys=[job_key(record.id)], args=[record.model_dump_json(), *ops.args]))
 
-    def get(self, job_id: str) -> JobRecord:
+    def get(self, job_id: str, view: bool = False) -> JobRecord:
+        """The record of ``job_id`` (``view=True``: a read-only :class:`RecordView` where it can be)."""
         raw = self.r.get(job_key(job_id))
         if raw is None:
             raise NotFound(f"no job {job_id!r}")
-        return self.load(job_id, raw)
+        return self.load(job_id, raw, view)
 
-    def load(self, job_id: str, raw: str) -> JobRecord:
-        """Parse a stored record; one that cannot be read is quarantined (see :mod:`nbrunner.core.quarantine`)."""
+    def load(self, job_id: str, raw: str, view: bool = False) -> JobRecord:
+        """Parse a stored record; one that cannot be read is quarantined (see :mod:`nbrunner.core.quarantine`).
+
+        ``view=True``: a :class:`RecordView` (no pydantic) if the record has the shape the store
+        writes, else the validated model as without it (both have the same read API)."""
+        if view and (light := RecordView.parse(raw)) is not None:
+            return light
+        from .models import JobRecord
+
         try:
             return JobRecord.model_validate_json(raw)
         except Exception as exc:  # noqa: BLE001 - a corrupt record must not break a listing or a pass
@@ -161,13 +217,15 @@ class JobStore:
         return self.r.zcard(JOBS if status is None else status_index(status))
 
     def page(self, status: str | None = None, limit: int | None = None, cursor: str | None = None,
-             where: Callable[[JobRecord], bool] | None = None) -> tuple[list[JobRecord], str | None]:
+             where: Callable[[JobRecord], bool] | None = None,
+             view: bool = False) -> tuple[list[JobRecord], str | None]:
         """Up to ``limit`` records (None: all), newest first, after ``cursor``; returns them and
         the cursor of the next page (None at the end).
 
         ``status`` reads that status's index; ``where`` filters further (owner, schedule...): a
         page that reads ``PAGE_SCAN_MAX`` records without filling up returns early, with a cursor.
-        Jobs created after the first page do not shift later pages (they come before the cursor)."""
+        Jobs created after the first page do not shift later pages (they come before the cursor).
+        ``view=True``: read-only views where they can be (see :meth:`load`)."""
         if status is not None and status not in STATUSES:
             raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -192,7 +250,7 @@ class JobStore:
                 scanned += 1
                 if raw is None:
                     continue
-                rec = self.load(job_id, raw)
+                rec = self.load(job_id, raw, view)
                 if (status is None or rec.status == status) and (where is None or where(rec)):
                     out.append((rec, pos))
                     if need is not None and len(out) == need:
@@ -238,6 +296,7 @@ class JobStore:
         """Delete a finished job's record, every index entry of it and ``extra_keys`` (keys of
         other layers: its grant, its timeline); False (nothing changed) if the job is not
         finished or already gone."""
+        from .models import JobRecord
         from .quarantine import quarantine_key
 
         key = job_key(job_id)
@@ -274,6 +333,8 @@ class JobStore:
         ``change`` mutates the record and returns False to abort (nothing written);
         returns the written record, or None if aborted.
         """
+        from .models import JobRecord
+
         key = job_key(job_id)
         with self.r.pipeline() as p:
             while True:

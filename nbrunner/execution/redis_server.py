@@ -19,6 +19,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ..core.errors import NbrunnerError
+from ..core.store import DRIVER_INFO
 
 MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux
 
@@ -37,7 +38,7 @@ def ping(socket_path: Path, timeout: float = 0.5) -> bool:
     if not socket_path.exists():
         return False
     client = redis.Redis(unix_socket_path=str(socket_path), socket_timeout=timeout, socket_connect_timeout=timeout,
-                         retry=Retry(NoBackoff(), 0))  # redis-py retries with backoff by default: seconds
+                         retry=Retry(NoBackoff(), 0), **DRIVER_INFO)  # redis-py retries with backoff by default: seconds
     try:
         return bool(client.ping())
     except (redis.ConnectionError, redis.TimeoutError, OSError):

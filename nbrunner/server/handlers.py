@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import shutil
@@ -25,6 +26,13 @@ API = r"/nbrunner/api"
 ID = r"(?P<job_id>[a-z0-9]{1,32})"
 MAX_BODY = 1024 * 1024
 DEFAULT_LIMIT, MAX_LIMIT = 1000, 10000  # jobs per page of GET /jobs
+
+
+@functools.lru_cache(maxsize=1)
+def _os_user() -> str:
+    import getpass
+
+    return getpass.getuser()
 
 
 class BaseHandler(APIHandler):
@@ -59,13 +67,19 @@ class BaseHandler(APIHandler):
             return
         super()._handle_request_exception(e)
 
+    @property
+    def root(self) -> Path:
+        """The server root, resolved (once: it is on every request's path)."""
+        root = self.settings.get("nbrunner_root_resolved")
+        if root is None:
+            root = self.settings["nbrunner_root_resolved"] = Path(self.settings["nbrunner_root"]).resolve()
+        return root
+
     def user(self) -> str:
         """The job owner: the Jupyter identity in multi-user mode, else the server's OS user
         (a token-only server gives every browser a random identity)."""
         if not self.settings.get("nbrunner_multi_user"):
-            import getpass
-
-            return getpass.getuser()
+            return _os_user()
         user = self.current_user
         return getattr(user, "username", None) or getattr(user, "name", None) or str(user or "anonymous")
 
@@ -122,10 +136,10 @@ class JobsHandler(BaseHandler):
         self.reply({"jobs": [r.to_dict() for r in records], "next": after})
 
     @web.authenticated
-    def post(self) -> None:
+    async def post(self) -> None:
         data = self.body()
         data["notebook"] = self.relative_path(data.get("notebook"))
-        root = Path(self.settings["nbrunner_root"]).resolve()
+        root = self.root
         cluster = self.cluster
         workspace = cluster.settings.workspace
         if root != workspace:  # notebook paths are relative to the server root
@@ -136,7 +150,10 @@ class JobsHandler(BaseHandler):
             raise InvalidRequest("unknown field 'schedule' (runs are created by POST /schedules)")
         if data.get("cwd") is not None:  # like the notebook: relative to the server root
             data["cwd"] = str(root / self.relative_path(data["cwd"], "cwd"))
-        rec = submit.submit(cluster.store, cluster.settings, data, owner=self.user())
+        # in a thread: the snapshot's writes and Redis's fsync must not stall other requests, and
+        # concurrent submits then share Redis's fsyncs
+        rec = await IOLoop.current().run_in_executor(None, submit.submit, cluster.store, cluster.settings, data,
+                                                     self.user())
         self.reply(rec.to_dict(), 201)
 
 
@@ -304,7 +321,7 @@ class ParametersHandler(BaseHandler):
 
         rel = self.relative_path(self.get_query_argument("path", ""), "path")
         settings = self.cluster.settings
-        root = Path(self.settings["nbrunner_root"]).resolve()
+        root = self.root
         path = submit.resolve_notebook(settings, str(root / rel))
         submit.read_notebook(path, rel)
         try:
@@ -340,7 +357,7 @@ class SweepsHandler(BaseHandler):
         spec = data["spec"]
         if not isinstance(spec, (dict, str)):
             raise InvalidRequest("spec must be a mapping or YAML text")
-        root = Path(self.settings["nbrunner_root"]).resolve()
+        root = self.root
         notebook = str(root / notebook)  # notebook paths are relative to the server root
         options = {k: data[k] for k in JOB_OPTIONS if k in data}
         sweep = submit_sweep(self.cluster, notebook, spec, owner=self.user(), base=root, allow_file=False, **options)
@@ -382,7 +399,7 @@ class SchedulesHandler(BaseHandler):
         from ..control.schedules import create_schedule
 
         data = self.body()
-        data["notebook"] = str(Path(self.settings["nbrunner_root"]).resolve() / self.relative_path(data.get("notebook")))
+        data["notebook"] = str(self.root / self.relative_path(data.get("notebook")))
         cluster = self.cluster
         rec = create_schedule(cluster.store, cluster.settings, data, owner=self.user())
         self.reply(rec.to_dict(), 201)
@@ -410,8 +427,7 @@ class ScheduleHandler(BaseHandler):
         self.schedule(schedule_id)
         data = self.body()
         if "notebook" in data:
-            data["notebook"] = str(Path(self.settings["nbrunner_root"]).resolve()
-                                   / self.relative_path(data["notebook"]))
+            data["notebook"] = str(self.root / self.relative_path(data["notebook"]))
         cluster = self.cluster
         self.reply(update_schedule(cluster.store, cluster.settings, schedule_id, data).to_dict())
 
