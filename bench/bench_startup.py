@@ -42,9 +42,12 @@ def _rq() -> list[str]:
 
 
 def until(argv: list[str], env: dict, ready: Callable[[], bool], timeout: float = 120.0) -> float:
-    """Seconds from spawning ``argv`` until ``ready()`` (or the process exits 0, when ``ready`` is None)."""
+    """Seconds from spawning ``argv`` until ``ready()`` (or the process exits 0, when ``ready`` is None).
+    Run outside the repository, so that ``PYTHONPATH`` (not the working directory) says which
+    nbrunner ``python -m nbrunner`` imports."""
     t = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            cwd=tempfile.gettempdir())
     try:
         while True:
             if ready is None:
