@@ -40,12 +40,12 @@ def fill(store, n: int, seed: int = 0) -> float:
             end = start + timedelta(seconds=rng.uniform(5, 3600))
             status = rng.choices(("completed", "failed", "cancelled"), (0.85, 0.1, 0.05))[0]
             rec = JobRecord(
-                id=new_id(), name=f"digits lr={rng.choice((0.01, 0.05, 0.1))} #{i}", notebook="/work/digits.ipynb",
+                id=new_id(), name=f"digits lr={rng.choice((0.01, 0.05, 0.1))} #{i}", notebook="/home/user/digits.ipynb",
                 parameters={"EPOCHS": rng.randint(1, 20), "LR": rng.choice((0.01, 0.05, 0.1)), "SEED": i},
                 status=status, owner=rng.choice(("alice", "bob", "carol", "dan")), max_gpus=rng.choice((0, 1, 2, 4)),
                 created_at=datetime.fromtimestamp(created, timezone.utc).isoformat(timespec="milliseconds"),
                 started_at=start.isoformat(timespec="milliseconds"), finished_at=end.isoformat(timespec="milliseconds"),
-                output=f"/work/runs/x{i}/output.ipynb", progress=1.0 if status == "completed" else rng.random(),
+                output=f"/home/user/runs/x{i}/output.ipynb", progress=1.0 if status == "completed" else rng.random(),
                 metrics={"loss": rng.random(), "accuracy": rng.random()} if status != "cancelled" else {},
                 error="ValueError: diverged" if status == "failed" else None, attempt=1, worker=f"host.{i % 7}",
             )
@@ -111,7 +111,7 @@ def waiting_jobs(store, n: int) -> None:
     from nbrunner.core.models import JobRecord
 
     for i in range(n):
-        store.create(JobRecord(id=new_id(), name=f"waiting #{i}", notebook="/work/digits.ipynb", min_gpus=1,
+        store.create(JobRecord(id=new_id(), name=f"waiting #{i}", notebook="/home/user/digits.ipynb", min_gpus=1,
                                max_gpus=2, owner="alice"))
 
 
