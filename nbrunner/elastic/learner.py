@@ -518,11 +518,7 @@ class Learner:
         now = time.time()
         self.t_last_step = now
         if W == 1:
-            gloss = float(loss.item())
-            ts["loss_sum"] += gloss
-            ts["loss_n"] += 1
-            if rank == 0:
-                self.poller.push({"type": "step", "step": step + 1, "loss": gloss, "world": W, "t": now})
+            self._account(float(loss.item()), step + 1, now, W, rank)
             return self.poller.req
         # the previous step's control vector has had a whole step to arrive: take it, then
         # launch this step's, which the next step end (or _drain) takes
@@ -550,11 +546,11 @@ class Learner:
         work.wait()
         self._pending = None
         self._works = [work]  # released by the next step or by _teardown, never by gloo's thread
-        self._apply(ctl, step, t, W, rank)
+        self._account(float(ctl[1].item()) / W, step, t, W, rank)
         return int(ctl[0].item())
 
-    def _apply(self, ctl, step: int, t: float, W: int, rank: int) -> None:
-        gloss = float(ctl[1].item()) / W
+    def _account(self, gloss: float, step: int, t: float, W: int, rank: int) -> None:
+        """Count a finished step's global loss in the epoch's mean; rank 0 reports the step."""
         ts = self.ts
         ts["loss_sum"] += gloss
         ts["loss_n"] += 1
@@ -575,7 +571,8 @@ class Learner:
         except Exception:
             done = False
         if done:
-            self._apply(*p[1:])
+            ctl, step, t, W, rank = p[1:]
+            self._account(float(ctl[1].item()) / W, step, t, W, rank)
         else:
             self.clean = False
 

@@ -2,8 +2,8 @@
 
 Most of a Python kernel's start is importing IPython and ipykernel (about 1 s of CPU for each
 kernel, every job).  The worker starts this server once (``python kernel_forkserver.py FD``);
-it imports ``ipykernel.kernelapp``, starts no thread,
-creates no socket, and then, for each request, forks a child that becomes a new kernel
+it imports ``ipykernel.kernelapp``, starts no thread, creates no socket, and then, for each
+request, forks a child that becomes a new kernel
 (``IPKernelApp`` on the request's connection file, as ``python -m ipykernel_launcher -f``
 would).  The server itself never runs a kernel, so every kernel is still a fresh, never-used
 process, as with papermill; ``random`` is re-seeded in each child by Python's own fork hook.
