@@ -124,22 +124,36 @@ def test_up_runs_everything_until_ctrl_c_and_leaves_nothing(tmp_path):
 
 def typer_params(argv: list[str]) -> dict:
     """The arguments typer itself would call the command of ``argv`` with."""
-    import typer.main
+    import copy
+    import functools
+
+    import typer
 
     from nbrunner.client.cli import app
 
-    group = typer.main.get_command(app)
-    ctx = group.make_context("nbrunner", list(argv))
-    command = group.get_command(ctx, argv[0])
-    return command.make_context(argv[0], list(argv[1:]), parent=ctx).params
+    info = next(c for c in app.registered_commands if (c.name or c.callback.__name__) == argv[0])
+    seen: dict = {}
+
+    @functools.wraps(info.callback)  # the same signature and annotations
+    def record(**kwargs):
+        seen.update(kwargs)
+
+    one = typer.Typer()
+    one.registered_commands = [copy.copy(info)]
+    one.registered_commands[0].callback = record
+    one(args=list(argv[1:]), standalone_mode=False)
+    return seen
 
 
 @pytest.mark.parametrize("argv", [
     ["jobs"], ["jobs", "--json", "--status", "failed", "--limit", "7"], ["jobs", "--all", "--schedule", "s1", "--dir", "/tmp"],
     ["show", "abc", "--json"], ["show", "--dir", "ws", "abc"], ["logs", "-f", "abc"], ["logs", "abc", "--follow"],
     ["cluster", "--json", "--dir", "."], ["list"], ["list", "--json"],
+    ["submit", "x.ipynb"], ["submit", "x.ipynb", "-p", "a=1", "--parameter", "b=two", "-p", "c=", "-p", "d=-1", "--wait", "--json"],
+    ["submit", "--dir", "ws", "x.ipynb", "-f", "p.yaml", "--name", "n", "--min-gpus", "1", "--max-gpus", "2",
+     "--priority", "3", "--kernel", "k"],
 ])
-def test_read_commands_bind_plain_arguments_as_typer_does(argv):
+def test_common_commands_bind_plain_arguments_as_typer_does(argv):
     from nbrunner.client.cli import _plain_call
 
     call = _plain_call(argv)
@@ -149,7 +163,9 @@ def test_read_commands_bind_plain_arguments_as_typer_does(argv):
 @pytest.mark.parametrize("argv", [
     ["jobs", "--help"], ["jobs", "--limit", "007"], ["jobs", "--limit", "-1"], ["jobs", "--limit=5"],
     ["jobs", "--json", "--json"], ["jobs", "--status"], ["jobs", "extra"], ["show"], ["show", "a", "b"],
-    ["show", "--", "a"], ["logs", "-x", "a"], ["cluster", "--dir", ""], ["submit", "x.ipynb"], ["bogus"], [],
+    ["show", "--", "a"], ["logs", "-x", "a"], ["cluster", "--dir", ""], ["submit", "x.ipynb", "--timeout", "3"],
+    ["submit", "x.ipynb", "--name", "a", "--name", "b"], ["submit", "x.ipynb", "-p", "-a=1"], ["submit", "--help"],
+    ["submit", "x.ipynb", "--priority", "-1"], ["bogus"], [],
 ])
 def test_anything_else_goes_through_typer(argv):
     from nbrunner.client.cli import _plain_call

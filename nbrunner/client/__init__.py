@@ -7,20 +7,30 @@
 
 The same names are at the top (``nbrunner.setup_cluster``, ``nbrunner.connect``, ...).
 """
-from .cluster import Cluster, connect, default_cluster, print_jobs_summary, setup_cluster
-from .job import Job
+from importlib import import_module
 
-__all__ = ["Cluster", "Job", "Sweep", "Schedule", "connect", "setup_cluster", "default_cluster", "print_jobs_summary"]
+_EXPORTS = {
+    "Cluster": ".cluster",
+    "connect": ".cluster",
+    "default_cluster": ".cluster",
+    "print_jobs_summary": ".cluster",
+    "setup_cluster": ".cluster",
+    "Job": ".job",
+    "Sweep": ".sweep",
+    "Schedule": ".schedule",
+}
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str):
-    """``Sweep`` and ``Schedule`` on first use: the CLI (a module of this package) does not load the sweep machinery."""
-    if name == "Sweep":
-        from .sweep import Sweep
-
-        return Sweep
-    if name == "Schedule":
-        from .schedule import Schedule
-
-        return Schedule
+    """Public names on first use: the CLI (a module of this package) loads only what a command needs
+    (``nbrunner list`` reads no Redis, so it does not import redis-py)."""
+    if name in _EXPORTS:
+        value = getattr(import_module(_EXPORTS[name], __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

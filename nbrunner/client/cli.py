@@ -599,20 +599,20 @@ def serve(model: str = typer.Argument(..., metavar="NAME[:VERSION]"),
 
 
 
-# ---- read commands without typer's parameter conversion ---------------------------------------
+# ---- common commands without typer's parameter conversion --------------------------------------
 # typer (0.2x) converts every parameter's value through a pydantic TypeAdapter, which costs more
-# than a read command's whole work.  When a read command is given only plain arguments (options
-# it declares, each once; values that typer would take as they are), main() binds them itself,
-# from the command's own typer declarations, and calls it.  Anything else (--help, an unknown or
-# repeated option, a value typer might refuse) goes through typer as before, so help and error
-# messages are typer's.
-PLAIN_COMMANDS = ("jobs", "show", "logs", "cluster", "list")
+# than a read command's whole work.  When a read command or `submit` is given only plain arguments
+# (options it declares, each once unless repeatable; values that typer would take as they are),
+# main() binds them itself, from the command's own typer declarations, and calls it.  Anything
+# else (--help, an unknown or repeated option, a value typer might refuse) goes through typer as
+# before, so help and error messages are typer's.
+PLAIN_COMMANDS = ("jobs", "show", "logs", "cluster", "list", "submit")
 
 
 def _plain_value(annotation: str, info: Any, text: str) -> Any:
     """``text`` as typer would convert it for ``annotation``, or _NOT_PLAIN where typer could
     say something else (a check, a refusal)."""
-    if annotation in ("str", "Optional[str]"):
+    if annotation in ("str", "Optional[str]", "Optional[list[str]]"):
         return text
     if annotation in ("int", "Optional[int]"):
         plain = text.isascii() and text.isdigit() and (text == "0" or not text.startswith("0"))
@@ -659,14 +659,16 @@ def _plain_call(argv: list[str]) -> Optional[Any]:
             words.append(token)
             continue
         name = options.get(token)
-        if name is None or name in values:
+        repeatable = name is not None and params[name].annotation == "Optional[list[str]]"
+        if name is None or name in values and not repeatable:
             return None
         if params[name].annotation == "bool":
             values[name] = True
             continue
         if not rest or rest[0].startswith("-"):
             return None
-        values[name] = _plain_value(params[name].annotation, params[name].default, rest.pop(0))
+        value = _plain_value(params[name].annotation, params[name].default, rest.pop(0))
+        values[name] = values.get(name, []) + [value] if repeatable else value
     if len(words) != len(arguments):
         return None
     values.update((name, _plain_value(params[name].annotation, params[name].default, word))
