@@ -174,10 +174,13 @@ def test_failover_keeps_firing_once_per_fire_time(cluster, ws):
         thread.join()
     finish(s)
     times = created(s.runs())
-    gaps = [(a - b).total_seconds() for a, b in zip(times, times[1:])]
-    assert all(g > 0.3 for g in gaps), gaps  # no fire time gave two runs
     # fire times missed between the kill and the takeover gave one run, not one each
     assert sum(killed_at < t < took_over + timedelta(seconds=0.9) for t in times) <= 2
+    # away from the takeover (where that late run may come just before the next fire time's),
+    # no fire time gave two runs
+    for part in ([t for t in times if t < killed_at], [t for t in times if t > took_over + timedelta(seconds=0.9)]):
+        gaps = [(a - b).total_seconds() for a, b in zip(part, part[1:])]
+        assert all(g > 0.3 for g in gaps), gaps
 
 
 def test_missed_fire_times_give_one_run_when_a_scheduler_returns(cluster, ws):

@@ -19,12 +19,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..core.config import Settings
 from ..core.errors import Conflict, InvalidRequest, NotFound
 from ..core.html import write_output_html
-from ..core.models import PRIORITY_MAX, PRIORITY_MIN, JobRecord, JobRequest, utcnow
 from ..core.notebooks import load_nbformat
+from ..core.records import PRIORITY_MAX, PRIORITY_MIN, RecordView, utcnow
+from ..core.requests import plain_request
 from ..core.store import JobStore
 
-if TYPE_CHECKING:  # imported on first use (load_nbformat): the CLI's read commands never need it
+if TYPE_CHECKING:  # imported on first use: the CLI's read commands and a plain submit never need them
     import nbformat
+
+    from ..core.models import JobRecord, JobRequest
 
 ID_ALPHABET = string.ascii_lowercase + string.digits
 MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
@@ -213,10 +216,10 @@ def relative_to_workspace(settings: Settings, path: Path) -> str:
         return str(path)
 
 
-def submit(store: JobStore, settings: Settings, request: dict[str, Any] | JobRequest, owner: str | None = None,
+def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: str | None = None,
            base: Path | None = None) -> JobRecord:
     """Validate a job request, snapshot its notebook to ``runs/<id>/input.ipynb`` and queue it."""
-    req = request if isinstance(request, JobRequest) else JobRequest.parse(request)
+    req = parse_request(request)
     path = resolve_notebook(settings, req.notebook, base)
     shown = relative_to_workspace(settings, path)
     checked = check_notebook(path, shown)
@@ -228,6 +231,17 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any] | JobReq
         check_language(req.language)
     cwd = resolve_cwd(settings, req.cwd, base) if req.cwd else None
     return _record(store, settings, req, checked, shown, path.stem, cwd, owner)
+
+
+def parse_request(data: Any) -> JobRequest:
+    """A validated request (InvalidRequest with a one-line message if it is not): a plainly valid
+    one as it is (:func:`~nbrunner.core.requests.plain_request`), anything else through the model."""
+    plain = plain_request(data)
+    if plain is not None:
+        return plain
+    from ..core.models import JobRequest
+
+    return JobRequest.parse(data)
 
 
 def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Checked, shown: str,
@@ -246,7 +260,7 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Check
     try:
         (job_dir / "logs").mkdir()
         (job_dir / "input.ipynb").write_text(checked.text, encoding="utf-8")
-        record = JobRecord(
+        fields = dict(
             id=job_id,
             name=req.name or stem,
             notebook=shown,
@@ -266,7 +280,12 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Check
             retries=DEFAULT_RETRIES if req.retries is None else req.retries,
             elastic=checked.elastic,
         )
-        record.note_status(None)  # the history starts at "queued"
+        record = RecordView.new(**fields)
+        if record is None:  # a value only the model can settle
+            from ..core.models import JobRecord
+
+            record = JobRecord(**fields)
+            record.note_status(None)  # the history starts at "queued"
         (job_dir / "job.json").write_text(json.dumps(record.to_dict(), indent=1))
         if not store.create(record):
             raise Conflict(f"job id {job_id} already exists")
@@ -285,7 +304,7 @@ def rerun(store: JobStore, settings: Settings, job_id: str, parameters: Any = No
         parameters = {}
     if not isinstance(parameters, dict):
         raise InvalidRequest("parameters must be a JSON object")
-    req = JobRequest.parse({
+    req = parse_request({
         "notebook": old.notebook, "parameters": {**old.parameters, **parameters}, "name": old.name,
         "min_gpus": old.min_gpus, "max_gpus": old.max_gpus, "priority": old.priority, "timeout": old.timeout,
         "kernel": old.kernel, "language": old.language, "report_mode": old.report_mode, "retries": old.retries,

@@ -1,28 +1,19 @@
 """The job record and the request that creates one (validated: pydantic; the constants and the
-read-only view that need no pydantic are in :mod:`.records`)."""
+read-only view that need no pydantic are in :mod:`.records`, the request's checks in :mod:`.requests`)."""
 from __future__ import annotations
 
-import json
-import keyword
-import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import InvalidRequest
-from .limits import MAX_INT64, MAX_TIMEOUT_S, check_request
+from .limits import check_request
 from .records import (FINISHED, PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, PUBLIC_FIELDS, SHOWN_EXTRA,  # noqa: F401
                       STATUSES, duration, parse_time, utcnow)
+from .requests import (check_bounds, check_count, check_name, check_notebook, check_parameters, check_priority,
+                       check_timeout)
 
 Status = Literal["queued", "running", "completed", "failed", "cancelled"]
-
-
-def _check_json(value: Any, where: str) -> Any:
-    try:
-        text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where} must be JSON values ({exc})") from None
-    return json.loads(text)
 
 
 class JobRequest(BaseModel):
@@ -48,66 +39,36 @@ class JobRequest(BaseModel):
     @field_validator("notebook")
     @classmethod
     def _notebook(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("notebook path is empty")
-        if "\x00" in v:
-            raise ValueError("notebook path contains a NUL byte")
-        return v
+        return check_notebook(v)
 
     @field_validator("parameters")
     @classmethod
     def _parameters(cls, v: dict) -> dict:
-        for key in v:
-            if not key.isidentifier():
-                raise ValueError(f"parameter name {key!r} is not a Python identifier")
-            if keyword.iskeyword(key):
-                raise ValueError(f"parameter name {key!r} is a Python keyword")
-        return _check_json(v, "parameters")
+        return check_parameters(v)
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str | None) -> str | None:
-        if v is not None:
-            v = v.strip()
-            if not v or len(v) > 200 or any(ord(c) < 32 for c in v):
-                raise ValueError("name must be 1..200 printable characters")
-        return v
+        return check_name(v)
 
     @field_validator("min_gpus", "max_gpus", "retries")
     @classmethod
     def _non_negative(cls, v: int | None, info) -> int | None:
-        if v is not None and v < 0:
-            raise ValueError(f"{info.field_name} must be >= 0, got {v}")
-        if v is not None and v > MAX_INT64:
-            raise ValueError(f"{info.field_name} must be at most 2**63-1")
-        return v
+        return check_count(v, info.field_name)
 
     @field_validator("priority")
     @classmethod
     def _priority(cls, v: int) -> int:
-        if not PRIORITY_MIN <= v <= PRIORITY_MAX:
-            raise ValueError(f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX}, got {v}")
-        return v
+        return check_priority(v)
 
     @field_validator("timeout", mode="before")
     @classmethod
     def _timeout(cls, v: Any) -> Any:
-        if v is None:
-            return v
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ValueError("timeout must be a number of seconds")
-        if not math.isfinite(v) or v <= 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {v}")
-        if v > MAX_TIMEOUT_S:
-            raise ValueError(f"timeout must be at most {MAX_TIMEOUT_S} s (30 days), got {v:g}")
-        return float(v)
+        return check_timeout(v)
 
     @model_validator(mode="after")
     def _bounds(self) -> "JobRequest":
-        if self.max_gpus is None:
-            self.max_gpus = self.min_gpus
-        if self.min_gpus > self.max_gpus:
-            raise ValueError(f"min_gpus ({self.min_gpus}) is greater than max_gpus ({self.max_gpus})")
+        self.max_gpus = check_bounds(self.min_gpus, self.max_gpus)
         return self
 
     @classmethod

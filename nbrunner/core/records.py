@@ -6,7 +6,8 @@ read them through :class:`RecordView` instead: the stored JSON as it is, with th
 of :class:`~nbrunner.core.models.JobRecord` (attributes, ``finished``, ``duration()``,
 ``to_dict()``).  A view is made only of a record whose every field already has the type the
 model would give it (what the store writes); anything else goes through the model, so both
-give the same answers.
+give the same answers.  ``nbrunner submit`` makes its new record as a view too
+(:meth:`RecordView.new`), so it does not import pydantic either.
 """
 from __future__ import annotations
 
@@ -173,6 +174,35 @@ class RecordView:
                 value = default() if isinstance(default, type) else default
             data[name] = value
         return cls(data)
+
+    @classmethod
+    def new(cls, **values: Any) -> RecordView | None:
+        """A new queued record of ``values`` (every other field its default, created now, its
+        history starting at "queued"), as JobRecord would make it; None where only the model can
+        tell (a value of another type, an unknown field)."""
+        if not values.keys() <= FIELDS.keys():
+            return None
+        data = {}
+        for name, (ok, default) in FIELDS.items():
+            if name in values:
+                value = values[name]
+            elif name == "created_at":
+                value = utcnow()
+            elif default is _REQUIRED:
+                return None
+            else:
+                value = default() if isinstance(default, type) else default
+            if not ok(value):
+                return None
+            data[name] = value
+        if data["status"] != "queued" or data["history"]:
+            return None
+        data["history"] = [{"status": "queued", "at": data["created_at"]}]
+        return cls(data)
+
+    def model_dump_json(self) -> str:
+        """The record as JSON, as JobRecord writes it (what the store keeps)."""
+        return json.dumps(self._data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
     def __getattr__(self, name: str) -> Any:
         try:
