@@ -17,7 +17,8 @@ import socket
 import subprocess
 import threading
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import psutil
 from rq import Worker
@@ -137,19 +138,28 @@ class NbrunnerWorker(Worker):
             log.warning("job %s is no longer this worker's: stopping it", cur[0])
             self.kill_horse()
 
-    def register_birth(self) -> None:
-        # rq installs its signal handlers after this returns, and what follows takes seconds: a
-        # stop asked meanwhile is noted and honoured (through register_death) once it returns
+    @contextmanager
+    def _stops_deferred(self) -> Iterator[None]:
+        """A SIGTERM/SIGINT is noted, not acted on, inside; a warm stop once it is over.
+
+        Around the worker's own work outside a job (birth, preparing a kernel, settling a job):
+        rq's handler raises StopRequested there (the worker is not busy), and an ``except
+        Exception`` on the way (a kernel that fails to start is only logged) would swallow it,
+        leaving a worker that never stops."""
         asked: list[int] = []
         previous = {sig: signal.signal(sig, lambda signum, _frame: asked.append(signum))
                     for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
-            self._birth()
+            yield
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        if asked:
-            self._stop_requested = True
+            if asked:
+                self._stop_requested = True  # rq's loop stops before it takes another job
+
+    def register_birth(self) -> None:
+        with self._stops_deferred():  # rq installs its signal handlers after this returns
+            self._birth()
 
     def _birth(self) -> None:
         super().register_birth()
@@ -196,21 +206,23 @@ class NbrunnerWorker(Worker):
     def execute_job(self, job, queue) -> None:
         job_id, attempt = job.args[0], job.args[1]
         self.current = (job_id, attempt)
-        self.prepare_kernel()
+        with self._stops_deferred():
+            self.prepare_kernel()
         if self.spare.pid is not None:
             os.environ[ENV_SPARE] = self.spare.describe()  # the horse, forked from here, reads it
         try:
-            super().execute_job(job, queue)
+            super().execute_job(job, queue)  # rq's own signal handling while the job runs
         finally:
-            os.environ.pop(ENV_SPARE, None)
-            self.current = None
-            agent = getattr(self, "agent", None)
-            keep = agent.pids() if agent else set()  # other jobs' learners stay
-            kill_children(keep=keep | ({self.spare.forkserver.pid} if self.spare.forkserver.alive() else set()))
-            self._settle(job_id, attempt)
-            with self._spare_lock:
-                self.spare.discard()  # single use: killed above with the job's leftovers, used or not
-            self.prepare_kernel()
+            with self._stops_deferred():
+                os.environ.pop(ENV_SPARE, None)
+                self.current = None
+                agent = getattr(self, "agent", None)
+                keep = agent.pids() if agent else set()  # other jobs' learners stay
+                kill_children(keep=keep | ({self.spare.forkserver.pid} if self.spare.forkserver.alive() else set()))
+                self._settle(job_id, attempt)
+                with self._spare_lock:
+                    self.spare.discard()  # single use: killed above with the job's leftovers, used or not
+                self.prepare_kernel()
 
     def _settle(self, job_id: str, attempt: int) -> None:
         """After the horse is gone: record a death it could not record, and the release."""
