@@ -1,10 +1,14 @@
 """Learners on other hosts: a start request never blocks the trainer, one that no worker
 claims in time is cancelled for good (a host that comes back does not start it), and a warm
-interpreter takes a learner's start request in place of a fresh process."""
+interpreter takes a learner's start request in place of a fresh process, having imported what
+the last learner imported to load its job."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
+import subprocess
+import sys
 import time
 
 from nbrunner.control.registration import WORKER_TTL, heartbeat, live_capacity
@@ -62,6 +66,7 @@ def test_a_claimed_learner_runs_and_is_signalled_through_its_worker(workspace):
             agent.stopping.set()
             for p in agent.procs.values():
                 p.kill()
+            shutil.rmtree(agent._files or "", ignore_errors=True)
         redis.stop()
 
 
@@ -94,6 +99,7 @@ def test_a_warm_interpreter_becomes_the_requested_learner(workspace):
         if agent is not None:
             for p in [*agent.procs.values(), *agent.spares]:
                 p.kill()
+            shutil.rmtree(agent._files or "", ignore_errors=True)
         redis.stop()
 
 
@@ -107,4 +113,33 @@ def test_a_heartbeat_says_when_the_worker_was_not_registered(workspace):
         assert heartbeat(store, "worker-b", {"host": "hostB", "slots": [0]}) is True
         assert 0 < live_capacity(store).expires_in <= WORKER_TTL
     finally:
+        redis.stop()
+
+
+def test_warm_interpreters_import_what_the_last_learner_imported_to_load(workspace):
+    redis = EmbeddedRedis(workspace / ".nbrunner").ensure()
+    agent = None
+    try:
+        store = JobStore.from_url(redis.url)
+        agent = LearnerAgent(store, "hostB", "worker-b", warm=1)
+        # stands in for a learner that loaded its job, which imported colorsys
+        loads = ("import json, os; p = os.environ['NBRUNNER_LEARNER_LOADED']; "
+                 "json.dump(['colorsys', 'no_such_module_here'], open(p + '.t', 'w')); os.replace(p + '.t', p)")
+        agent._start({"learner": "L9-x", "argv": ["-c", loads], "env": {}, "log": None}, None)
+        agent._refill()
+        assert len(agent.spares) == 1  # the first learners start from scratch: the spares start with them
+        imports = agent._dir() / "imports.json"
+        wait_for(lambda: agent._refill() or imports.exists(), 30, 0.05, "the learner's loaded file")
+        assert json.loads(imports.read_text()) == ["colorsys", "no_such_module_here"]
+        assert agent._loading == {} and sorted(p.name for p in imports.parent.iterdir()) == ["imports.json"]
+        # a warm interpreter imports them while it waits for its request (a missing one is skipped)
+        probe = ("import sys; from nbrunner.execution.warm_learner import wait_request; "
+                 f"line = wait_request({str(imports)!r}); print('colorsys' in sys.modules, line.decode().strip())")
+        out = subprocess.run([sys.executable, "-c", probe], input="go\n", capture_output=True, text=True, timeout=60)
+        assert out.stdout.split() == ["True", "go"], out.stderr
+    finally:
+        if agent is not None:
+            for p in [*agent.procs.values(), *agent.spares]:
+                p.kill()
+            shutil.rmtree(agent._files or "", ignore_errors=True)
         redis.stop()

@@ -8,6 +8,9 @@ from pathlib import Path
 ENV_WORKSPACE = "NBRUNNER_WORKSPACE"
 ENV_REDIS_URL = "NBRUNNER_REDIS_URL"
 ENV_STORAGE = "NBRUNNER_STORAGE"
+# a file a learner started by a worker's learner agent writes once it has loaded its job: the
+# modules loading imported (the agent's warm learner interpreters import them ahead)
+ENV_LEARNER_LOADED = "NBRUNNER_LEARNER_LOADED"
 
 STATE_DIR = ".nbrunner"
 JOB_GRACE_S = 30  # rq kills a job's work horse this long after the job's own timeout

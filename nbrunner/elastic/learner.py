@@ -3,7 +3,8 @@
 Life cycle
 ----------
 1. connect to the driver's TCPStore, unpickle the payload (model, optimizer, loss,
-   dataset function, config), build the datasets, import what DDP needs, post ``ready``;
+   dataset function, config), build the datasets, import what DDP needs (and tell the worker
+   agent that started it, if one did, which modules that imported), post ``ready``;
 2. wait for a generation plan that includes it (``plan/<g>``, announced through ``req``);
 3. for each generation: arrival barrier, ``init_process_group`` under a per-generation
    PrefixStore, take the state from the plan's source learner by broadcast, train;
@@ -26,6 +27,7 @@ import argparse
 import copy
 import gc
 import io
+import json
 import os
 import pickle
 import socket
@@ -41,6 +43,7 @@ from typing import Optional
 import torch
 import torch.distributed as dist
 
+from ..core.config import ENV_LEARNER_LOADED
 from .batches import Poller, batch_len, fetch, split_batch, to_device
 from .protocol import (
     FINAL, PAYLOAD, REQ, Plan, abort_key, arrive_key, epoch_permutation, plan_key, pg_prefix,
@@ -164,6 +167,7 @@ class Learner:
         """Everything that does not depend on the slot: payload, datasets, imports."""
         import cloudpickle
 
+        before = set(sys.modules)
         for p in reversed([p for p in os.environ.get("NBRUNNER_ELASTIC_SYSPATH", "").split(os.pathsep) if p]):
             if p not in sys.path:
                 sys.path.append(p)
@@ -193,6 +197,22 @@ class Learner:
         from torch.nn.parallel import DistributedDataParallel  # noqa: F401
 
         torch.set_num_threads(max(1, int(os.environ.get("NBRUNNER_ELASTIC_THREADS", "1"))))
+        self.imported = [m for m in sys.modules
+                         if m not in before and not any(part.startswith("_") for part in m.split("."))]
+
+    def tell_loaded(self) -> None:
+        """Tell the worker's learner agent that started this learner (if one did) that it has
+        loaded, and which modules that imported: its warm interpreters import them ahead."""
+        path = os.environ.get(ENV_LEARNER_LOADED)
+        if not path:
+            return
+        try:
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                json.dump(self.imported, f)
+            os.replace(tmp, path)
+        except OSError:
+            pass
 
     def wait_assignment(self) -> None:
         """Standby learner: wait until the driver binds it to a slot (it has not touched
@@ -303,6 +323,7 @@ class Learner:
     def run(self) -> int:
         self.connect()
         self.load()
+        self.tell_loaded()
         if os.environ.get("NBRUNNER_ELASTIC_STANDBY"):
             self.wait_assignment()
         self.bind()

@@ -6,28 +6,38 @@ so a request the trainer cancelled is never started), runs the learner and repor
 and exit code under ``nbrunner:learner:<id>``.  Signals come through ``nbrunner:agent:<worker>``.
 
 Once its host has run such a learner, the agent keeps ``warm`` learner interpreters started
-(:mod:`.warm_learner`: torch and the learner module imported), so that a learner granted later,
-as when a host that was cut off comes back, skips most of its start.  They are started
-again some seconds after being used, not while the new learners start on the same CPUs.
+(:mod:`.warm_learner`: torch, the learner module and the modules the last learner imported to
+load its job), so that a learner granted later, as when a host that was cut off comes back,
+skips most of its start.  The first ones start with the first learners (which start from
+scratch: seconds, during which they get ready too); later ones once the learners that took warm
+interpreters have loaded (each says so in a file, :data:`nbrunner.core.config.ENV_LEARNER_LOADED`),
+or some seconds after the last start, not while those learners load on the same CPUs; also while
+Redis is out of reach, so that a host that was cut off has them ready when it is back.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
+from ..core.config import ENV_LEARNER_LOADED
 from ..core.keys import LEARNER_STATUS_TTL_S, agent_control, learner_requests, learner_status
 from ..core.store import JobStore
 from .execute import die_with_parent_preexec
-from .warm_learner import learner_args
+from .warm_learner import ENV_WARM_IMPORTS, learner_args
 
 log = logging.getLogger("nbrunner.learners")
-REFILL_AFTER_S = 10.0  # after the last learner start, before warm interpreters are started again
+# after the last learner start, before warm interpreters are started again even if a learner
+# that took one has not said it loaded
+REFILL_AFTER_S = 10.0
 
 
 class LearnerAgent(threading.Thread):
@@ -42,6 +52,9 @@ class LearnerAgent(threading.Thread):
         self.procs: dict[str, subprocess.Popen] = {}
         self.spares: list[subprocess.Popen] = []
         self._refill_at: float | None = None  # None: no remote learner ran here yet, keep none
+        self._loading: dict[str, tuple[Path, bool]] = {}  # learner -> (the file it writes once loaded, warm)
+        self._files: Path | None = None  # those files, and the modules warm interpreters import
+        self._seq = itertools.count(1)
         self.stopping = threading.Event()
 
     def pids(self) -> set[int]:
@@ -53,7 +66,7 @@ class LearnerAgent(threading.Thread):
         while not self.stopping.is_set():
             try:
                 got = self.store.r.blpop(queues, timeout=0.2)
-                if got:
+                while got:  # every request queued now (a job's learners come together), then the refill
                     msg = json.loads(got[1])
                     if "signal" in msg:
                         proc = self.procs.get(msg["learner"])
@@ -61,20 +74,30 @@ class LearnerAgent(threading.Thread):
                             proc.send_signal(msg["signal"])
                     else:
                         self._start(msg, die_with_parent_preexec)
+                    raw = self.store.r.lpop(queues[1])
+                    got = (queues[1], raw) if raw is not None else None
                 self._reap()
-                self._refill()
             except Exception as exc:
                 log.warning("learner agent: %s: %s", exc.__class__.__name__, exc)
                 self.stopping.wait(0.2)  # Redis out of reach: take requests again soon after it is back
+            try:
+                self._refill()
+            except OSError as exc:
+                log.warning("learner agent: no warm interpreter: %s", exc)
         for p in self.spares:
             p.kill()
+        if self._files is not None:
+            shutil.rmtree(self._files, ignore_errors=True)
 
     def _start(self, msg: dict, preexec) -> None:
         claim = json.dumps({"pid": None, "worker": self.worker, "rc": None})
         if not self.store.r.set(learner_status(msg["learner"]), claim, nx=True, ex=LEARNER_STATUS_TTL_S):
             return  # cancelled by the trainer: it waited too long for this host
         self._refill_at = time.monotonic() + REFILL_AFTER_S
+        loaded = self._dir() / f"{next(self._seq)}.loaded"
+        msg = {**msg, "env": {**msg["env"], ENV_LEARNER_LOADED: str(loaded)}}
         proc = self._hand_to_spare(msg)
+        self._loading[msg["learner"]] = (loaded, proc is not None)
         if proc is None:
             env = {**os.environ, **msg["env"], "PYTHONUNBUFFERED": "1"}
             out = None
@@ -115,15 +138,43 @@ class LearnerAgent(threading.Thread):
         return None
 
     def _refill(self) -> None:
-        """Keep ``warm`` interpreters started, once remote learners ran here and none started lately."""
-        if self._refill_at is None or time.monotonic() < self._refill_at:
+        """Keep ``warm`` interpreters started, once remote learners ran here, unless learners
+        that took warm interpreters are loading (and started lately)."""
+        if self._refill_at is None:
+            return
+        self._note_loaded()
+        if any(warm for _, warm in self._loading.values()) and time.monotonic() < self._refill_at:
             return
         self.spares = [p for p in self.spares if p.poll() is None]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", ENV_WARM_IMPORTS: str(self._dir() / "imports.json")}
         while len(self.spares) < self.warm:
             self.spares.append(subprocess.Popen(
                 [sys.executable, "-m", "nbrunner.execution.warm_learner"], stdin=subprocess.PIPE,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=die_with_parent_preexec,
-                start_new_session=True))
+                env=env, preexec_fn=die_with_parent_preexec, start_new_session=True))
+
+    def _dir(self) -> Path:
+        if self._files is None:
+            self._files = Path(tempfile.mkdtemp(prefix="nbrunner-learners-"))
+        return self._files
+
+    def _note_loaded(self) -> None:
+        """Take the files of the learners that loaded: the newest list of modules is the one
+        warm interpreters import.  A learner that exited before it loaded is forgotten."""
+        for learner, (path, _) in list(self._loading.items()):
+            try:
+                modules = json.loads(path.read_text())
+            except FileNotFoundError:
+                if learner not in self.procs:
+                    del self._loading[learner]
+                continue
+            except (OSError, ValueError):
+                modules = None
+            del self._loading[learner]
+            path.unlink(missing_ok=True)
+            if isinstance(modules, list):
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(modules))
+                tmp.replace(self._dir() / "imports.json")
 
     def _reap(self) -> None:
         for learner, proc in list(self.procs.items()):

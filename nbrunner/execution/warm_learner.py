@@ -3,19 +3,26 @@
 A worker's :class:`nbrunner.execution.learner_agent.LearnerAgent` keeps a few of these once its
 host has run a learner for a job whose driver is elsewhere: each imports torch, DDP and the
 learner module (seconds of a learner's start) and waits for one start request on stdin, a JSON
-line ``{"argv", "env", "log"}`` as the agent would run it.  It then becomes that learner in
-this process (same pid, so signals and exit codes reach the agent as for a fresh process).
-End of stdin without a request: it exits.  Nothing here touches CUDA, so the request's
-``CUDA_VISIBLE_DEVICES`` still decides which GPU the learner sees.
+line ``{"argv", "env", "log"}`` as the agent would run it.  Meanwhile it imports the modules the
+last learner started on this host imported to load its job (its dataset function's, say): the
+JSON list in the file named by ``NBRUNNER_WARM_IMPORTS``, read again whenever it changes.  It
+then becomes that learner in this process (same pid, so signals and exit codes reach the agent
+as for a fresh process).
+End of stdin without a request: it exits.  Nothing here touches CUDA (importing a module does
+not, for the libraries a dataset function uses), so the request's ``CUDA_VISIBLE_DEVICES``
+still decides which GPU the learner sees.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import select
 import sys
 import time
 
 LEARNER_MODULE = "nbrunner.elastic.learner"
+ENV_WARM_IMPORTS = "NBRUNNER_WARM_IMPORTS"
 
 
 def learner_args(argv: list[str]) -> list[str] | None:
@@ -26,6 +33,39 @@ def learner_args(argv: list[str]) -> list[str] | None:
     return None
 
 
+def import_ahead(path: str) -> None:
+    """Import the modules listed in the JSON file ``path``, in order; one that fails is skipped
+    (the learner that needs it imports it, and fails, itself)."""
+    try:
+        with open(path) as f:
+            names = json.load(f)
+    except (OSError, ValueError):
+        return
+    for name in names if isinstance(names, list) else []:
+        if isinstance(name, str) and name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def wait_request(imports: str | None) -> bytes:
+    """The start request line (empty at end of stdin), importing the modules listed in
+    ``imports`` meanwhile, again whenever that file changes."""
+    seen = None
+    while True:
+        if imports:
+            try:
+                mtime = os.stat(imports).st_mtime_ns
+            except OSError:
+                mtime = None
+            if mtime is not None and mtime != seen:
+                seen = mtime
+                import_ahead(imports)
+        if select.select([sys.stdin.buffer], [], [], 0.5 if imports else None)[0]:
+            return sys.stdin.buffer.readline()
+
+
 def main() -> None:
     import cloudpickle  # noqa: F401
     import torch._dynamo  # noqa: F401
@@ -33,7 +73,7 @@ def main() -> None:
 
     from ..elastic import learner
 
-    line = sys.stdin.buffer.readline()
+    line = wait_request(os.environ.pop(ENV_WARM_IMPORTS, None))
     if not line:
         os._exit(0)
     msg = json.loads(line)

@@ -195,6 +195,7 @@ class NbrunnerWorker(Worker):
             self.spare.close()
         if getattr(self, "agent", None) is not None:
             self.agent.stopping.set()
+            self.agent.join(timeout=1.0)  # it stops its warm interpreters and removes its files
         try:
             unregister(self.store, self.name)
             self.store.emit("worker_left", worker=self.name, host=self.host)

@@ -99,7 +99,7 @@ def cut_and_restore(ws) -> tuple[float, float]:
     procs.append(in_ns("A", [sys.executable, "-m", "nbrunner", "scheduler"], base, logs))
 
     def worker(h: str) -> subprocess.Popen:
-        env = {**base, "GLOO_SOCKET_IFNAME": f"nb{h}0"}
+        env = {**base, "GLOO_SOCKET_IFNAME": f"nb{h}0", "TMPDIR": str(ws)}  # its temporary files stay in ws
         return in_ns(h, [sys.executable, "-m", "nbrunner", "worker", "--gpus", "2", "--host", f"host{h}",
                          "--addr", f"{NET}.{HOSTS[h]}"], env, logs)
 
