@@ -217,8 +217,9 @@ def relative_to_workspace(settings: Settings, path: Path) -> str:
 
 
 def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: str | None = None,
-           base: Path | None = None) -> JobRecord:
-    """Validate a job request, snapshot its notebook to ``runs/<id>/input.ipynb`` and queue it."""
+           base: Path | None = None) -> JobRecord | RecordView:
+    """Validate a job request, snapshot its notebook to ``runs/<id>/input.ipynb`` and queue it;
+    returns the new record (a :class:`RecordView` unless a value needed the model)."""
     req = parse_request(request)
     path = resolve_notebook(settings, req.notebook, base)
     shown = relative_to_workspace(settings, path)
@@ -245,7 +246,7 @@ def parse_request(data: Any) -> JobRequest:
 
 
 def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Checked, shown: str,
-            stem: str, cwd: str | None, owner: str | None) -> JobRecord:
+            stem: str, cwd: str | None, owner: str | None) -> JobRecord | RecordView:
     """Snapshot ``checked`` to a new job directory and queue the job ``req`` (already validated)."""
     for _ in range(10):
         job_id = new_id()
@@ -296,7 +297,7 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Check
 
 
 def rerun(store: JobStore, settings: Settings, job_id: str, parameters: Any = None,
-          owner: str | None = None) -> JobRecord:
+          owner: str | None = None) -> JobRecord | RecordView:
     """A new job from ``job_id``'s input snapshot, with the same options and its parameters
     updated by ``parameters``; owned by ``owner``."""
     old = store.get(job_id)
