@@ -3,7 +3,7 @@
 Public names are imported lazily, so ``import nbrunner`` (in every job's kernel, and for
 ``python -m nbrunner.sim``) stays cheap.
 """
-from importlib import import_module
+from .core.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -24,13 +24,4 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(import_module(_EXPORTS[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'nbrunner' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

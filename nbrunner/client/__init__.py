@@ -7,7 +7,7 @@
 
 The same names are at the top (``nbrunner.setup_cluster``, ``nbrunner.connect``, ...).
 """
-from importlib import import_module
+from ..core.lazy import lazy_exports
 
 _EXPORTS = {
     "Cluster": ".cluster",
@@ -22,15 +22,6 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str):
-    """Public names on first use: the CLI (a module of this package) loads only what a command needs
-    (``nbrunner list`` reads no Redis, so it does not import redis-py)."""
-    if name in _EXPORTS:
-        value = getattr(import_module(_EXPORTS[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+# the CLI (a module of this package) loads only what a command needs: `nbrunner list`, which
+# reads no Redis, does not import redis-py
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

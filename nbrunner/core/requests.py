@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from .limits import MAX_INT64, MAX_TIMEOUT_S, check_request
-from .records import PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN
+from .records import PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, _bool, _int, _opt_int, _opt_str, _str
 
 
 def check_notebook(v: str) -> str:
@@ -84,28 +84,8 @@ def check_bounds(min_gpus: int, max_gpus: int | None) -> int:
     return max_gpus
 
 
-def _str(v: Any) -> bool:
-    return type(v) is str
-
-
-def _opt_str(v: Any) -> bool:
-    return v is None or type(v) is str
-
-
-def _int(v: Any) -> bool:
-    return type(v) is int
-
-
-def _opt_int(v: Any) -> bool:
-    return v is None or type(v) is int
-
-
 def _any(v: Any) -> bool:
     return True  # check_timeout says what it accepts
-
-
-def _bool(v: Any) -> bool:
-    return type(v) is bool
 
 
 def _str_dict(v: Any) -> bool:
