@@ -237,3 +237,17 @@ def test_jobs_monitor_is_public_and_filters_by_owner_status_and_sweep(cluster, t
             m.close()
         if theirs.status == "queued":
             theirs.cancel()
+
+
+def test_a_monitor_made_first_thing_in_a_fresh_process_finds_the_running_cluster(cluster, shared_workspace):
+    """``JobsMonitor()`` with no cluster, before anything else of nbrunner is loaded (as in a job's
+    notebook): it attaches to the workspace's running cluster."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from nbrunner.client.widgets import JobsMonitor\nmonitor = JobsMonitor(interval=60)\n"
+            "print('workspace', monitor.cluster.settings.workspace)\nmonitor.close()\n")
+    env = {**os.environ, "NBRUNNER_WORKSPACE": str(shared_workspace)}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 0 and f"workspace {shared_workspace}" in p.stdout, p.stdout + p.stderr
