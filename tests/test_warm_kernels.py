@@ -3,9 +3,11 @@ gets a fresh kernel, in its own working directory and environment; a dead spare 
 none is left when the worker stops."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import time
 
 import psutil
 import pytest
@@ -131,3 +133,33 @@ def test_no_kernel_is_left_when_the_worker_stops(workspace):
         assert files and all(os.path.exists(f) for f in files)
     wait_for(lambda: not alive(pid), 15, what="the spare kernel to be gone")
     assert not any(os.path.exists(f) for f in files)
+
+
+def test_a_stop_as_a_job_ends_stops_the_worker_while_it_starts_the_next_kernel(one_worker):
+    """The supervisor's stop (SIGTERM twice) while the worker, its job done, asks its fork server
+    for the next spare kernel: rq's handler raises there (the worker is idle), and the fork-server
+    client's fallback used to swallow it, leaving a worker listening until it was killed."""
+    cluster = one_worker
+    worker = next(c for c in cluster.supervisor.children if c.name.startswith("worker"))
+    wait_for(lambda: spare(cluster).get("spare_kernel"), 30, what="a pre-warmed kernel")
+    server = next(p for p in psutil.Process(worker.proc.pid).children() if "kernel_forkserver" in " ".join(p.cmdline()))
+    job = cluster.submit("sub/probe.ipynb")  # runs on the spare kernel started before
+    wait_for(lambda: job.refresh().record.status == "running", 60, 0.01, what="the job to start")
+    server.suspend()  # the worker's next request for a kernel waits for it
+
+    def asking_the_server() -> bool:  # job settled, and the worker waits in a select()
+        with open(f"/proc/{worker.proc.pid}/wchan") as f:
+            wchan = f.read()
+        rec = job.refresh().record
+        return rec.finished and rec.released and ("poll" in wchan or "select" in wchan)
+
+    try:
+        wait_for(asking_the_server, 60, 0.01, what="the worker to ask for the next kernel")
+        for _ in range(2):
+            worker.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.2)
+    finally:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            server.resume()
+    assert worker.proc.wait(20) == 0
+    assert not cluster.store.r.smembers(WORKERS)
