@@ -8,6 +8,7 @@
 The same names are at the top (``nbrunner.setup_cluster``, ``nbrunner.connect``, ...).
 """
 from ..core.lazy import lazy_exports
+from . import session
 
 _EXPORTS = {
     "Cluster": ".cluster",
@@ -25,3 +26,12 @@ __all__ = list(_EXPORTS)
 # the CLI (a module of this package) loads only what a command needs: `nbrunner list`, which
 # reads no Redis, does not import redis-py
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+
+
+def _connect():
+    from .cluster import connect
+
+    return connect()
+
+
+session.connect_with(_connect)  # for the views' default cluster, before the cluster module is loaded

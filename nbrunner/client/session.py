@@ -2,8 +2,8 @@
 
 It sits apart from :mod:`nbrunner.client.cluster` so that the views (:mod:`.widgets`), which
 the job handle opens, find the default cluster without importing the module that imports
-them.  :mod:`.cluster` hands its ``connect`` over when it is imported (on first use of
-:func:`default_cluster` at the latest: the package loads its names lazily).
+them.  The package hands over a ``connect`` that imports :mod:`.cluster` on first use (which
+then hands over its own).
 """
 from __future__ import annotations
 
@@ -38,5 +38,5 @@ def default_cluster() -> Any:
     if _default is not None:
         return _default
     if _connect is None:
-        from . import cluster  # noqa: F401  (it hands its connect over)
+        raise RuntimeError("nbrunner.client was not imported")  # its __init__ hands a connect over
     return _connect()
