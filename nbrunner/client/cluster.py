@@ -208,9 +208,6 @@ def default_cluster() -> Cluster:
     return session.default_cluster()
 
 
-session.connect_with(connect)
-
-
 def print_jobs_summary(cluster: Cluster | None = None, status: str | None = None, limit: int | None = None) -> None:
     """Print a table of the cluster's jobs (the newest ``limit``; None: all) and a totals line."""
     from .render import jobs_table, totals_line

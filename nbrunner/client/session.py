@@ -2,8 +2,7 @@
 
 It sits apart from :mod:`nbrunner.client.cluster` so that the views (:mod:`.widgets`), which
 the job handle opens, find the default cluster without importing the module that imports
-them.  The package hands over a ``connect`` that imports :mod:`.cluster` on first use (which
-then hands over its own).
+them.  The package hands over a ``connect`` that imports :mod:`.cluster` on first use.
 """
 from __future__ import annotations
 
