@@ -67,6 +67,14 @@ def test_submit_wait_json_and_typed_parameters(ws):
     assert "7 2.5 True None 'text' [1, 2]" in log.stdout
     shown = json.loads(run("show", rec["id"], "--json", cwd=ws).stdout)
     assert shown["id"] == rec["id"] and shown["status"] == "completed"
+    # Without --json: one line per field, values in one column, the history on one line.
+    lines = run("show", rec["id"], cwd=ws).stdout.splitlines()
+    assert [line.split(" ", 1)[0] for line in lines] == list(shown)
+    column = lines[0].index(rec["id"])
+    assert lines[0] == "id".ljust(column) + rec["id"] and f"{'status':<{column}}completed" in lines
+    assert f"{'parameters':<{column}}{shown['parameters']}" in lines and f"{'error':<{column}}".rstrip() in lines
+    history = next(line for line in lines if line.startswith("history "))
+    assert history[column:].startswith("queued ") and history.endswith(" -> completed " + shown["finished_at"])
     listed = json.loads(run("jobs", "--json", "--status", "completed", cwd=ws).stdout)
     assert rec["id"] in [j["id"] for j in listed["jobs"]]
     assert all(j["status"] == "completed" for j in listed["jobs"])

@@ -210,7 +210,7 @@ def show(job_id: str = typer.Argument(..., metavar="JOB"), as_json: bool = typer
         return
     from . import render
 
-    console().print(render.job_detail(rec))
+    print(render.job_detail(rec))
 
 
 @app.command()

@@ -1,12 +1,15 @@
-"""Rich tables for people (the CLI and :func:`print_jobs_summary`)."""
+"""Jobs, clusters and schedules as text for people (the CLI and :func:`print_jobs_summary`).
+
+Tables are rich's, imported when one is made: `nbrunner show` prints plain lines and imports no
+rich (its import costs more than the command's own work)."""
 from __future__ import annotations
 
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from rich.table import Table
-
 if TYPE_CHECKING:  # records or their read-only views (RecordView): both have these attributes
+    from rich.table import Table
+
     from ..core.models import JobRecord
 
 STATUS_STYLE = {"queued": "yellow", "running": "cyan", "completed": "green", "failed": "red", "cancelled": "magenta"}
@@ -34,6 +37,8 @@ def _fmt(v) -> str:
 
 
 def jobs_table(records: list[JobRecord]) -> Table:
+    from rich.table import Table
+
     t = Table(box=None, header_style="bold")
     for col in ("id", "name", "status", "gpus", "priority", "duration", "error / metric"):
         t.add_column(col)
@@ -52,18 +57,21 @@ def totals_line(records: list[JobRecord]) -> str:
     return f"{n} job{'s' if n != 1 else ''}" + (": " + ", ".join(parts) if parts else "")
 
 
-def job_detail(rec: JobRecord) -> Table:
-    t = Table(box=None, show_header=False)
-    t.add_column(style="bold")
-    t.add_column()
+def job_detail(rec: JobRecord) -> str:
+    """The record's fields, one ``name  value`` line each, values aligned (a value's own line
+    breaks are indented to the value column)."""
+    rows = []
     for k, v in rec.to_dict().items():
         if k == "history":  # queued 2026-01-01T10:00:00.000Z -> running ... -> completed ...
             v = " -> ".join(f"{h.get('status')} {h.get('at')}" for h in v)
-        t.add_row(k, "" if v is None else str(v))
-    return t
+        rows.append((k, "" if v is None else str(v)))
+    width = max(len(k) for k, _ in rows) + 2
+    return "\n".join(f"{k:<{width}}{v}".rstrip().replace("\n", "\n" + " " * width) for k, v in rows)
 
 
 def cluster_table(status: dict) -> Table:
+    from rich.table import Table
+
     t = Table(box=None, header_style="bold",
               title=f"policy {status['policy']}: {status['gpus_free']} of {status['gpus_total']} GPUs free")
     t.add_column("host")
@@ -77,6 +85,8 @@ def cluster_table(status: dict) -> Table:
 
 def schedules_table(records: list) -> Table:
     """Schedules (:class:`nbrunner.core.schedules.ScheduleRecord`) one per row."""
+    from rich.table import Table
+
     t = Table(box=None, header_style="bold", title=f"{len(records)} schedule(s)")
     for col in ("id", "name", "notebook", "when", "overlap", "state", "next run", "last run", "owner"):
         t.add_column(col, overflow="fold")
