@@ -8,6 +8,8 @@ On one embedded Redis (no other nbrunner process), A and B in turn, ``runs`` tim
 - scheduler: ``nbrunner scheduler`` until it holds the lease, vs ``rq worker`` as above;
 - Jupyter server extension: ``jupyter server`` until ``GET /nbrunner/api/cluster`` answers, vs
   the same server without the extension until ``GET /api/status`` answers;
+- JupyterLab as ``nbrunner up`` starts it (``python -m nbrunner.execution.lab``) until ``GET
+  /nbrunner/api/cluster`` answers, vs ``python -m jupyterlab`` with the same arguments;
 - learner: importing ``nbrunner.elastic.learner`` (what ``python -m nbrunner.elastic.learner`` does
   before it connects to its driver), vs ``python -c "import torch.distributed"``.
 
@@ -83,7 +85,8 @@ def answers(url: str, token: str) -> Callable[[], bool]:
     return check
 
 
-def run(runs: int = 5) -> list[dict]:
+def run(runs: int = 5, only: str | None = None) -> list[dict]:
+    """``only``: run just the processes whose row names contain it."""
     from rq import Worker
 
     from nbrunner.control.registration import live_capacity
@@ -136,6 +139,15 @@ def run(runs: int = 5) -> list[dict]:
 
         return start
 
+    def jupyterlab(module: str) -> Callable[[dict], float]:
+        def start(env: dict) -> float:
+            port, token = free_port(), secrets.token_hex(16)
+            argv = [sys.executable, "-m", module, *jupyter[3:], f"--ServerApp.port={port}",
+                    f"--IdentityProvider.token={token}", "--LabApp.news_url=None"]
+            return until(argv, env, answers(f"http://127.0.0.1:{port}/nbrunner/api/cluster", token))
+
+        return start
+
     rq_info = lambda: until(_rq() + ["info", "--url", settings.url], env, None)  # noqa: E731
     # process: (nbrunner's start in an environment, the peer's start, what the peer is)
     pairs = {
@@ -144,6 +156,8 @@ def run(runs: int = 5) -> list[dict]:
         "scheduler: spawn until it holds the lease": (scheduler, rq_worker, "rq worker until listed"),
         "Jupyter server: until GET /nbrunner/api/cluster answers": (
             lab(True), lambda: lab(False)(env), "without the extension, /api/status"),
+        "JupyterLab as nbrunner up starts it: until GET /nbrunner/api/cluster answers": (
+            jupyterlab("nbrunner.execution.lab"), lambda: jupyterlab("jupyterlab")(env), "python -m jupyterlab"),
         "learner: python -m nbrunner.elastic.learner imports": (
             lambda env: until([sys.executable, "-c", "import nbrunner.elastic.learner"], env, None),
             lambda: until([sys.executable, "-c", "import torch.distributed"], env, None), "import torch.distributed"),
@@ -151,6 +165,8 @@ def run(runs: int = 5) -> list[dict]:
     rows = []
     try:
         for what, (start, peer, peer_name) in pairs.items():
+            if only and only not in what:
+                continue
             start(env), peer()  # warm the file cache
             if before_tree:
                 start(env_before)
@@ -177,4 +193,4 @@ def run(runs: int = 5) -> list[dict]:
 if __name__ == "__main__":
     from table import print_table
 
-    print_table(run(*(int(a) for a in sys.argv[1:2])))
+    print_table(run(*(int(a) for a in sys.argv[1:2]), *sys.argv[2:3]))

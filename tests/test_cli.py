@@ -130,6 +130,68 @@ def test_up_runs_everything_until_ctrl_c_and_leaves_nothing(tmp_path):
     assert not (ws / ".nbrunner" / "redis.sock").exists()
 
 
+def test_up_starts_jupyterlab_with_the_nbrunner_api_and_stops_it(tmp_path):
+    """`nbrunner up` without --no-lab: JupyterLab (started as nbrunner.execution.lab) serves the
+    lab and nbrunner's REST API with the given token, runs a job submitted through it, and is
+    stopped with the rest on Ctrl-C."""
+    import socket
+    import urllib.error
+    import urllib.request
+
+    ws = short_tmpdir()
+    make_notebook(ws / "hi.ipynb", "print('hi from the lab')")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = "t" * 48
+    env = {**os.environ, "NBRUNNER_REDIS_URL": "", "NBRUNNER_LAB_TOKEN": token}
+    env.pop("NBRUNNER_WORKSPACE", None)
+
+    def api(method: str, path: str, body=None) -> tuple[int, dict | str]:
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/{path}", method=method,
+                                     data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                text = resp.read().decode()
+                return resp.status, json.loads(text) if "json" in resp.headers.get("Content-Type", "") else text
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    def answers() -> bool:
+        try:
+            return api("GET", "nbrunner/api/cluster")[0] == 200
+        except (urllib.error.URLError, ConnectionError):
+            return False
+
+    up = subprocess.Popen([sys.executable, "-m", "nbrunner", "up", "--dir", str(ws), "--gpus", "1", "--workers", "1",
+                           "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        wait_for(answers, 120, 0.5, "JupyterLab's nbrunner API to answer")
+        lab = [p for p in psutil.Process(up.pid).children(recursive=True) if "nbrunner.execution.lab" in p.cmdline()]
+        assert len(lab) == 1 and f"--ServerApp.root_dir={ws}" in lab[0].cmdline()
+        code, page = api("GET", "lab")
+        assert code == 200 and "nbrunner" in page  # the lab page lists the nbrunner labextension
+        assert api("GET", "nbrunner/api/cluster")[0] == 200 and api("GET", "api/status")[0] == 200
+        with pytest.raises(urllib.error.HTTPError) as refused:  # without the token
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/nbrunner/api/cluster", timeout=10)
+        assert refused.value.code == 403
+        code, created = api("POST", "nbrunner/api/jobs", {"notebook": "hi.ipynb"})
+        assert code == 201, created
+        wait_for(lambda: api("GET", f"nbrunner/api/jobs/{created['id']}")[1]["status"] == "completed", 120, 0.5,
+                 "the job to complete")
+        family = psutil.Process(up.pid).children(recursive=True)
+    finally:
+        up.send_signal(signal.SIGINT)
+        out, _ = up.communicate(timeout=60)
+    assert up.returncode == 0, out
+    assert f"JupyterLab: http://127.0.0.1:{port}/lab?token={token}" in out
+    time.sleep(0.5)
+    alive = [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert alive == [], [p.cmdline() for p in alive]
+    assert not answers()
+
+
 def typer_params(argv: list[str]) -> dict:
     """The arguments typer itself would call the command of ``argv`` with."""
     import copy

@@ -111,14 +111,15 @@ def up(workspace: Optional[Path] = DirOption,
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     sup.start()
     try:
-        console().print(f"nbrunner is up in {settings.workspace} (Redis {settings.url.split('@')[-1]}, "
-                      f"{workers} workers, policy {policy})")
+        # plain prints: rich would wrap the lab's URL at the terminal's (or 80) columns
+        print(f"nbrunner is up in {settings.workspace} (Redis {settings.url.split('@')[-1]}, "
+              f"{workers} workers, policy {policy})", flush=True)
         if not no_lab:
-            console().print(f"JupyterLab: http://127.0.0.1:{port}/lab?token={token}")
-        console().print("Press Ctrl-C to stop.")
+            print(f"JupyterLab: http://127.0.0.1:{port}/lab?token={token}", flush=True)
+        print("Press Ctrl-C to stop.", flush=True)
         stop.wait()
     finally:
-        console().print("stopping...")
+        print("stopping...", flush=True)
         sup.stop()
 
 

@@ -17,6 +17,8 @@ jsonschema catches and then leaves those format checkers out).  The entries are 
 after, so any later ``import idna`` (say) works as usual; a package some other code already
 imported is not hidden.  Where jsonschema is already loaded (a Jupyter server, where
 jupyter-events imports it first), nothing is changed: that process keeps every checker it had.
+The JupyterLab that `nbrunner up` starts hides only ``rfc3987_syntax`` (see
+``nbrunner.execution.jupyterlab``).
 
 The alternatives were worse: the GPL ``rfc3987`` package (which jsonschema prefers) is
 unmaintained since 2018, uninstalling the optional packages would break jupyter-events' declared
@@ -31,10 +33,12 @@ _FORMAT_CHECKER_PACKAGES = ("rfc3987_syntax", "rfc3987", "rfc3986_validator", "r
                             "fqdn", "idna", "webcolors", "jsonpointer", "uri_template")
 
 
-def _import_jsonschema_light() -> None:
+def import_jsonschema_without(packages: tuple[str, ...] = _FORMAT_CHECKER_PACKAGES) -> None:
+    """Import jsonschema with the format-checker ``packages`` hidden from it (see above); nothing
+    if jsonschema or rfc3987_syntax is loaded already."""
     if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
         return  # someone loaded them already: leave that process's checkers as they are
-    hidden = [name for name in _FORMAT_CHECKER_PACKAGES if name not in sys.modules]
+    hidden = [name for name in packages if name not in sys.modules]
     for name in hidden:
         sys.modules[name] = None  # type: ignore[assignment]  # "import name" -> ImportError
     try:
@@ -50,7 +54,7 @@ def _import_jsonschema_light() -> None:
 def load_nbformat() -> ModuleType:
     """The ``nbformat`` module, imported on first use (see the module's docstring)."""
     if "nbformat" not in sys.modules:
-        _import_jsonschema_light()
+        import_jsonschema_without()
     import nbformat
 
     return nbformat

@@ -87,7 +87,7 @@ class Supervisor:
                 argv += ["--host", self.host]
             self.children.append(Child(f"worker-{i}", argv, logs / f"worker-{i}.log", restart=True))
         if self.lab_port is not None:
-            lab = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={self.settings.workspace}",
+            lab = [sys.executable, "-m", "nbrunner.execution.lab", f"--ServerApp.root_dir={self.settings.workspace}",
                    f"--ServerApp.port={self.lab_port}", "--ServerApp.open_browser=False",
                    "--LabApp.news_url=None", *(["--allow-root"] if os.geteuid() == 0 else []), *self.lab_args]
             self.children.append(Child("jupyterlab", lab, logs / "jupyterlab.log"))

@@ -106,7 +106,7 @@ def start_lab(ws: Path, state: Path, token: str) -> tuple[subprocess.Popen, str,
     env.update(NBRUNNER_WORKSPACE=str(ws), JUPYTER_CONFIG_DIR=str(dirs["config"]),
                JUPYTER_PATH=str(dirs["jpath"]), JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
                PYTHONUNBUFFERED="1")
-    argv = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.root_dir={ws}",
+    argv = [sys.executable, "-m", "nbrunner.execution.lab", "--no-browser", f"--ServerApp.root_dir={ws}",
             f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
             f"--IdentityProvider.token={token}", "--LabApp.news_url=None",
             f"--LabApp.user_settings_dir={dirs['settings']}", f"--LabApp.workspaces_dir={dirs['workspaces']}",

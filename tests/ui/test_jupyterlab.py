@@ -425,10 +425,11 @@ def test_controls_have_accessible_names_and_the_dialog_works_with_the_keyboard(l
 
 # --- issue 13: the leaderboard, failures, dialog validation, GPU bounds, monitor, icon ---------
 
-# The trial with the largest X (12/7) holds its slot until the sweep is cancelled, so the sweep
-# is still running when the test cancels it, however fast the other eleven trials end.
-SCORE = ("import time\nimport nbrunner\nwhile X > 1.7:\n    time.sleep(0.1)\n"
-         "nbrunner.record('score', X * Y)")
+SCORE = "import nbrunner\nnbrunner.record('score', X * Y)"
+# The leaderboard test's trial with the largest X (12/7) holds its slot until the sweep is
+# cancelled, so the sweep is still running when the test cancels it, however fast the others end.
+SCORE_HELD_ABOVE_1_7 = ("import time\nimport nbrunner\nwhile X > 1.7:\n    time.sleep(0.1)\n"
+                        "nbrunner.record('score', X * Y)")
 MISSING_DATA = '''import glob, os
 import torch
 from torch import nn
@@ -453,7 +454,7 @@ def panel_refreshes(page: Page, count: int) -> None:
 
 
 def test_the_sweep_leaderboard_lists_each_planned_trial_once(lab, page):
-    make_notebook(lab.workspace / "score.ipynb", SCORE, parameters="X = 0.5\nY = 1.0")
+    make_notebook(lab.workspace / "score.ipynb", SCORE_HELD_ABOVE_1_7, parameters="X = 0.5\nY = 1.0")
     xs = [i / 7 for i in range(1, 13)]  # 0.14285714285714285, ...: 17 digits each
     code, created = lab.api("POST", "sweeps", {
         "notebook": "score.ipynb", "spec": {"parameters": {"X": xs, "Y": 1.0 / 3}, "max_parallel": 2,
