@@ -5,10 +5,12 @@ the last learner imported to load its job."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -130,3 +132,19 @@ def test_warm_interpreters_import_what_the_last_learner_imported_to_load(store, 
              f"line = wait_request({str(imports)!r}); print('colorsys' in sys.modules, line.decode().strip())")
     out = subprocess.run([sys.executable, "-c", probe], input="go\n", capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["True", "go"], out.stderr
+
+
+def test_an_agent_removes_the_files_of_agents_whose_worker_was_killed(store, agents, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    orphan = tmp_path / f"nbrunner-learners-{gone.pid}-ab12"  # its worker was SIGKILLed
+    live = tmp_path / f"nbrunner-learners-{os.getpid()}-cd34"  # a running worker's
+    other = tmp_path / "nbrunner-learners-notapid"
+    for d in (orphan, live, other):
+        d.mkdir()
+        (d / "imports.json").write_text("[]")
+    agent = agents("hostB", "worker-b", warm=1)
+    mine = agent._dir()
+    assert mine.parent == tmp_path and mine.name.startswith(f"nbrunner-learners-{os.getpid()}-")
+    assert not orphan.exists() and live.exists() and other.exists()

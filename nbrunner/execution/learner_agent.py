@@ -40,6 +40,25 @@ log = logging.getLogger("nbrunner.learners")
 REFILL_AFTER_S = 10.0
 
 
+# an agent's files live in <tmp>/nbrunner-learners-<worker pid>-<random>/
+DIR_PREFIX = "nbrunner-learners-"
+
+
+def _remove_orphaned_dirs() -> None:
+    """Remove the file directories of agents whose worker died without removing its own (a
+    SIGKILLed worker): those whose pid no longer runs."""
+    for path in Path(tempfile.gettempdir()).glob(f"{DIR_PREFIX}*-*"):
+        pid = path.name[len(DIR_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or not path.is_dir() or path.stat().st_uid != os.getuid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:  # someone else's process: alive
+            pass
+
+
 class LearnerAgent(threading.Thread):
     """A worker's thread that runs learners of jobs whose driver is on another host."""
 
@@ -154,7 +173,8 @@ class LearnerAgent(threading.Thread):
 
     def _dir(self) -> Path:
         if self._files is None:
-            self._files = Path(tempfile.mkdtemp(prefix="nbrunner-learners-"))
+            _remove_orphaned_dirs()
+            self._files = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-"))
         return self._files
 
     def _note_loaded(self) -> None:
