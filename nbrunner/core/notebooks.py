@@ -18,7 +18,7 @@ after, so any later ``import idna`` (say) works as usual; a package some other c
 imported is not hidden.  Where jsonschema is already loaded (a Jupyter server, where
 jupyter-events imports it first), nothing is changed: that process keeps every checker it had.
 The JupyterLab that `nbrunner up` starts hides only ``rfc3987_syntax`` (see
-``nbrunner.execution.jupyterlab``).
+``nbrunner.execution.lab``).
 
 The alternatives were worse: the GPL ``rfc3987`` package (which jsonschema prefers) is
 unmaintained since 2018, uninstalling the optional packages would break jupyter-events' declared
