@@ -4,7 +4,8 @@ Starts a real cluster (``nbrunner up --no-lab --gpus 0 --workers 1`` in a tempor
 with a copy of ``notebooks/hello.ipynb``), then times each command and ``rq info --url
 unix://<workspace>/.nbrunner/redis.sock`` in turn (A B A B ..., after one warm-up of each),
 ``runs`` times, and reports the median of each.  Goals: the read commands (``jobs``, ``show``,
-``logs``, ``cluster``, ``list``) no slower than ``rq info``; ``submit`` within 1.5x of it.
+``logs``, ``cluster``, ``list``; ``jobs`` and ``cluster`` both as JSON and as tables) no slower
+than ``rq info``; ``submit`` within 1.5x of it.
 ``rq`` is run as the script installed beside this Python (not through a shell shim).
 
 Both sides run from cached bytecode, as installed packages do: the child processes get a
@@ -66,9 +67,11 @@ def run(runs: int = 7) -> list[dict]:
         rq = _rq_command() + ["info", "--url", f"unix://{sock}"]
         commands = {
             "jobs --status running --json": ["jobs", "--status", "running", "--json", "--dir", str(ws)],
+            "jobs (a table)": ["jobs", "--dir", str(ws)],
             "show": ["show", job_id, "--dir", str(ws)],
             "logs": ["logs", job_id, "--dir", str(ws)],
             "cluster --json": ["cluster", "--json", "--dir", str(ws)],
+            "cluster (a table)": ["cluster", "--dir", str(ws)],
             "list": ["list"],
             "submit": ["submit", "hello.ipynb", "--dir", str(ws)],
         }
