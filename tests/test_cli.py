@@ -100,8 +100,14 @@ def test_logs_follow_cancel_priority_and_cluster(ws):
     assert_one_line_error(run("cancel", job_id, cwd=ws), 1, "already cancelled")
     status = json.loads(run("cluster", "--json", cwd=ws).stdout)
     assert set(status) >= {"policy", "gpus_total", "gpus_free", "hosts"} and status["policy"] == "fairshare"
-    table = run("jobs", cwd=ws).stdout
-    assert job_id in table and "cancelled" in table
+    table = run("jobs", cwd=ws).stdout.splitlines()
+    column = table[0].index("status")
+    row = next(line for line in table if line.startswith(job_id + " "))
+    assert table[0].startswith("id ") and row[column:].startswith("cancelled ") and "\x1b" not in row
+    assert table[-1].startswith(f"{len(table) - 2} job")  # header, one row per job, the totals line
+    slots = run("cluster", cwd=ws).stdout.splitlines()
+    assert slots[0] == f"policy fairshare: {status['gpus_free']} of {status['gpus_total']} GPUs free"
+    assert slots[1].split() == ["host", "slot", "job"] and len(slots) == 2 + status["gpus_total"]
 
 
 def test_up_runs_everything_until_ctrl_c_and_leaves_nothing(tmp_path):

@@ -101,8 +101,9 @@ def test_python_rerun_metrics_and_delete(ws, done):
 
 
 def test_read_commands_stay_light(ws, done):
-    """The read commands import neither pydantic nor nbformat (nor papermill, torch), rich only to
-    print a table (`show` prints plain lines), and `list` (which reads no Redis) not even redis-py."""
+    """The read commands import neither pydantic nor nbformat (nor papermill, torch) nor rich
+    (`jobs`, `cluster` and `show` print plain text), and `list` (which reads no Redis) not even
+    redis-py."""
     code = ("import atexit, sys\n"
             "heavy = ('pydantic', 'nbformat', 'jsonschema', 'nbconvert', 'papermill', 'torch', 'IPython', 'rich', 'redis')\n"
             "atexit.register(lambda: print('LOADED', [m for m in heavy if m in sys.modules]))\n"
@@ -110,7 +111,8 @@ def test_read_commands_stay_light(ws, done):
     import subprocess
 
     for args, loaded in [(["show", done["id"]], ["redis"]), (["show", done["id"], "--json"], ["redis"]),
-                         (["jobs"], ["rich", "redis"]), (["jobs", "--json", "--status", "completed"], ["redis"]),
-                         (["logs", done["id"]], ["redis"]), (["cluster", "--json"], ["redis"]), (["list", "--json"], [])]:
+                         (["jobs"], ["redis"]), (["jobs", "--json", "--status", "completed"], ["redis"]),
+                         (["logs", done["id"]], ["redis"]), (["cluster", "--json"], ["redis"]), (["cluster"], ["redis"]),
+                         (["list", "--json"], [])]:
         p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ws, timeout=60)
         assert p.returncode == 0 and f"LOADED {loaded}" in p.stdout, (args, p.stdout[-500:], p.stderr)

@@ -1,7 +1,7 @@
 """The ``nbrunner`` command line (commands listed in the README).
 
 The read commands (``jobs``, ``show``, ``logs``, ``cluster``, ``list``) answer about as fast as
-``rq info``: they read records as views (no pydantic), and import rich only to print a table.
+``rq info``: they read records as views (no pydantic) and print plain text (no rich).
 """
 from __future__ import annotations
 
@@ -58,6 +58,16 @@ def console():
     from rich.console import Console
 
     return Console()
+
+
+def _terminal() -> dict:
+    """How a table is printed to stdout: cut to its width, and in colour unless NO_COLOR is set,
+    if it is a terminal; else in full, without colour."""
+    if not sys.stdout.isatty():
+        return {"width": None, "color": False}
+    import shutil
+
+    return {"width": shutil.get_terminal_size().columns, "color": not os.environ.get("NO_COLOR")}
 
 
 def _cluster(workspace: Optional[Path]):
@@ -194,11 +204,11 @@ def jobs(status: Optional[str] = typer.Option(None, "--status"),
     from . import render
 
     records.reverse()  # the newest at the bottom, next to the prompt
-    console().print(render.jobs_table(records))
+    print(render.jobs_text(records, **_terminal()))
     line = render.totals_line(records)
     if after is not None:
         line += f" (the newest {len(records)} of {cluster.store.count(status)}; --all lists them all)"
-    console().print(line)
+    print(line)
 
 
 @app.command()
@@ -322,7 +332,7 @@ def cluster_cmd(as_json: bool = typer.Option(False, "--json"), workspace: Option
         return
     from . import render
 
-    console().print(render.cluster_table(status))
+    print(render.cluster_text(status, **_terminal()))
 
 
 @app.command("list")

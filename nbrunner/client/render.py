@@ -1,7 +1,8 @@
 """Jobs, clusters and schedules as text for people (the CLI and :func:`print_jobs_summary`).
 
-Tables are rich's, imported when one is made: `nbrunner show` prints plain lines and imports no
-rich (its import costs more than the command's own work)."""
+The CLI's read commands (`nbrunner jobs`, `cluster`, `show`) print plain text (:func:`text_table`,
+:func:`job_detail`): rich's import and its table layout (about 0.7 ms a row) cost more than the
+commands' own work.  Notebooks and the other commands get rich's tables, imported when one is made."""
 from __future__ import annotations
 
 from collections import Counter
@@ -36,17 +37,58 @@ def _fmt(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
+JOB_COLUMNS = ("id", "name", "status", "gpus", "priority", "duration", "error / metric")
+ANSI = {"yellow": "33", "cyan": "36", "green": "32", "red": "31", "magenta": "35", "bold": "1"}
+
+
+def job_cells(r: JobRecord) -> tuple[str, ...]:
+    """A job's row under :data:`JOB_COLUMNS`."""
+    status = r.status + (f" #{r.queue_position}" if r.status == "queued" and r.queue_position else "")
+    return (r.id, r.name, status, f"{r.gpus}/{r.max_gpus}", str(r.priority), duration(r.duration()),
+            r.error or latest_metric(r))
+
+
 def jobs_table(records: list[JobRecord]) -> Table:
+    """A rich table of jobs (for notebooks: :func:`print_jobs_summary`)."""
     from rich.table import Table
 
     t = Table(box=None, header_style="bold")
-    for col in ("id", "name", "status", "gpus", "priority", "duration", "error / metric"):
+    for col in JOB_COLUMNS:
         t.add_column(col)
     for r in records:
-        status = r.status + (f" #{r.queue_position}" if r.status == "queued" and r.queue_position else "")
-        t.add_row(r.id, r.name, f"[{STATUS_STYLE[r.status]}]{status}[/]", f"{r.gpus}/{r.max_gpus}", str(r.priority),
-                  duration(r.duration()), r.error or latest_metric(r))
+        cells = job_cells(r)
+        t.add_row(*cells[:2], f"[{STATUS_STYLE[r.status]}]{cells[2]}[/]", *cells[3:])
     return t
+
+
+def jobs_text(records: list[JobRecord], width: int | None = None, color: bool = False) -> str:
+    """Jobs as a :func:`text_table`, each status in its colour if ``color``."""
+    rows = [[(c, STATUS_STYLE[r.status]) if i == 2 else c for i, c in enumerate(job_cells(r))] for r in records]
+    return text_table(JOB_COLUMNS, rows, width=width, color=color)
+
+
+def text_table(header, rows, title: str | None = None, width: int | None = None, color: bool = False) -> str:
+    """``rows`` under ``header`` as plain lines, each column as wide as its widest cell, two spaces
+    apart.  A cell is a string or ``(string, style)`` (a colour of :data:`ANSI`, used if ``color``,
+    as bold is for the header).  Lines are cut to ``width`` characters if given (a terminal's:
+    ``nbrunner show`` prints a job in full); a cell's own line breaks become spaces."""
+    def text(cell) -> str:
+        return " ".join(str(cell[0] if isinstance(cell, tuple) else cell).split("\n"))
+
+    table = [[text(c) for c in header]] + [[text(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    styles = [["bold"] * len(header)] + [[c[1] if isinstance(c, tuple) else None for c in row] for row in rows]
+    lines = [title] if title else []
+    for cells, row_styles in zip(table, styles):
+        line, shown = "", 0
+        for i, (cell, style) in enumerate(zip(cells, row_styles)):
+            pad = "" if i == len(cells) - 1 else " " * (widths[i] - len(cell) + 2)
+            if width is not None:
+                cell, pad = cell[:max(0, width - shown)], pad[:max(0, width - shown - len(cell))]
+            shown += len(cell) + len(pad)
+            line += (f"\x1b[{ANSI[style]}m{cell}\x1b[0m" if color and style and cell else cell) + pad
+        lines.append(line.rstrip())
+    return "\n".join(lines)
 
 
 def totals_line(records: list[JobRecord]) -> str:
@@ -69,18 +111,11 @@ def job_detail(rec: JobRecord) -> str:
     return "\n".join(f"{k:<{width}}{v}".rstrip().replace("\n", "\n" + " " * width) for k, v in rows)
 
 
-def cluster_table(status: dict) -> Table:
-    from rich.table import Table
-
-    t = Table(box=None, header_style="bold",
-              title=f"policy {status['policy']}: {status['gpus_free']} of {status['gpus_total']} GPUs free")
-    t.add_column("host")
-    t.add_column("slot")
-    t.add_column("job")
-    for h in status["hosts"]:
-        for s in h["slots"]:
-            t.add_row(h["name"], str(s["index"]), s["job"] or "-")
-    return t
+def cluster_text(status: dict, width: int | None = None, color: bool = False) -> str:
+    """The policy, free GPUs and each slot's job (:meth:`Cluster.status`), as a :func:`text_table`."""
+    rows = [(h["name"], str(s["index"]), s["job"] or "-") for h in status["hosts"] for s in h["slots"]]
+    return text_table(("host", "slot", "job"), rows, width=width, color=color,
+                      title=f"policy {status['policy']}: {status['gpus_free']} of {status['gpus_total']} GPUs free")
 
 
 def schedules_table(records: list) -> Table:
