@@ -68,8 +68,8 @@ def jobs_text(records: list[JobRecord], width: int | None = None, color: bool = 
 
 
 def text_table(header, rows, title: str | None = None, width: int | None = None, color: bool = False) -> str:
-    """``rows`` under ``header`` as plain lines, each column as wide as its widest cell, two spaces
-    apart.  A cell is a string or ``(string, style)`` (a colour of :data:`ANSI`, used if ``color``,
+    """``rows`` under ``header`` as plain lines, each column as wide as its widest cell (in
+    characters), two spaces apart.  A cell is a string or ``(string, style)`` (a colour of :data:`ANSI`, used if ``color``,
     as bold is for the header).  Lines are cut to ``width`` characters if given (a terminal's:
     ``nbrunner show`` prints a job in full); a cell's own line breaks become spaces."""
     def text(cell) -> str:
@@ -84,7 +84,9 @@ def text_table(header, rows, title: str | None = None, width: int | None = None,
         for i, (cell, style) in enumerate(zip(cells, row_styles)):
             pad = "" if i == len(cells) - 1 else " " * (widths[i] - len(cell) + 2)
             if width is not None:
-                cell, pad = cell[:max(0, width - shown)], pad[:max(0, width - shown - len(cell))]
+                room = max(0, width - shown)
+                cell = cell[:room]
+                pad = pad[:room - len(cell)]
             shown += len(cell) + len(pad)
             line += (f"\x1b[{ANSI[style]}m{cell}\x1b[0m" if color and style and cell else cell) + pad
         lines.append(line.rstrip())
