@@ -110,6 +110,45 @@ def test_logs_follow_cancel_priority_and_cluster(ws):
     assert slots[1].split() == ["host", "slot", "job"] and len(slots) == 2 + status["gpus_total"]
 
 
+def test_jobs_on_a_terminal_is_coloured_and_cut_to_its_width(ws):
+    """On a terminal (a pty 40 columns wide) `jobs` colours statuses and cuts lines to the width;
+    with NO_COLOR set, no colour."""
+    import fcntl
+    import pty
+    import re
+    import struct
+    import termios
+
+    make_notebook(ws / "long_error.ipynb", "raise ValueError('x' * 200)")
+    assert run("submit", "long_error.ipynb", "--wait", cwd=ws).returncode == 1
+
+    def on_terminal(env: dict) -> list[str]:
+        leader, follower = pty.openpty()
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 40, 0, 0))
+        proc = subprocess.Popen([sys.executable, "-m", "nbrunner", "jobs"], cwd=ws, stdin=follower, stdout=follower,
+                                stderr=subprocess.PIPE, env={**os.environ, **env})
+        os.close(follower)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other side closed
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(leader)
+        assert proc.wait(30) == 0, proc.stderr.read()
+        return out.decode().replace("\r\n", "\n").splitlines()
+
+    lines = on_terminal({})
+    plain = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in lines]
+    assert lines[0].startswith("\x1b[1mid\x1b[0m") and any("\x1b[31mfailed\x1b[0m" in line for line in lines)
+    table = plain[:-1]  # the totals line follows the table
+    assert all(len(line) <= 40 for line in table) and any(len(line) == 40 for line in table[1:])
+    assert "\x1b" not in "".join(on_terminal({"NO_COLOR": "1"})[:-1])
+
+
 def test_up_runs_everything_until_ctrl_c_and_leaves_nothing(tmp_path):
     ws = short_tmpdir()
     make_notebook(ws / "hi.ipynb", "print('hi from up')")
