@@ -107,8 +107,9 @@ def run(runs: int = 5, only: str | None = None) -> list[dict]:
     store = JobStore.from_url(settings.url)
     rq_conn = store.r.__class__.from_url(settings.url)  # bytes, as rq wants
     nb = [sys.executable, "-m", "nbrunner"]
-    jupyter = [sys.executable, "-m", "jupyter_server", f"--ServerApp.root_dir={ws}", "--ServerApp.ip=127.0.0.1",
-               "--ServerApp.open_browser=False", *(["--allow-root"] if os.geteuid() == 0 else [])]
+    server_args = [f"--ServerApp.root_dir={ws}", "--ServerApp.ip=127.0.0.1", "--ServerApp.open_browser=False",
+                   *(["--allow-root"] if os.geteuid() == 0 else [])]
+    jupyter = [sys.executable, "-m", "jupyter_server", *server_args]
 
     def cli(env: dict) -> float:
         return until(nb + ["jobs", "--json", "--dir", str(ws)], env, None)
@@ -142,7 +143,7 @@ def run(runs: int = 5, only: str | None = None) -> list[dict]:
     def jupyterlab(module: str) -> Callable[[dict], float]:
         def start(env: dict) -> float:
             port, token = free_port(), secrets.token_hex(16)
-            argv = [sys.executable, "-m", module, *jupyter[3:], f"--ServerApp.port={port}",
+            argv = [sys.executable, "-m", module, *server_args, f"--ServerApp.port={port}",
                     f"--IdentityProvider.token={token}", "--LabApp.news_url=None"]
             return until(argv, env, answers(f"http://127.0.0.1:{port}/nbrunner/api/cluster", token))
 

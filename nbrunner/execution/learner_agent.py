@@ -49,13 +49,13 @@ def _remove_orphaned_dirs() -> None:
     SIGKILLed worker): those whose pid no longer runs."""
     for path in Path(tempfile.gettempdir()).glob(f"{DIR_PREFIX}*-*"):
         pid = path.name[len(DIR_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit() or not path.is_dir() or path.stat().st_uid != os.getuid():
-            continue
         try:
+            if not pid.isdigit() or not path.is_dir() or path.stat().st_uid != os.getuid():
+                continue
             os.kill(int(pid), 0)
         except ProcessLookupError:
             shutil.rmtree(path, ignore_errors=True)
-        except OSError:  # someone else's process: alive
+        except OSError:  # a process of another user (alive), or another agent removed the directory
             pass
 
 
