@@ -15,4 +15,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 bash scripts/check_quickstart.sh
-exec .venv/bin/python -m pytest -q --durations=30 "$@"
+# the fast tier first (pure tests: no Redis, kernel or process; seconds), then the slow one
+.venv/bin/python -m pytest -q -m "not slow" "$@"
+exec .venv/bin/python -m pytest -q -m slow --durations=30 "$@"

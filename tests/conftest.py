@@ -12,6 +12,40 @@ from support import REPO, rest_api, short_tmpdir
 # clusters started by the tests register in a runtime directory of their own, not the user's
 os.environ["NBRUNNER_RUNTIME_DIR"] = str(short_tmpdir("nbrrt"))
 
+# Fixtures that start processes or connect to a server: a test using one belongs to the slow tier.
+PROCESS_FIXTURES = {"cluster", "jp_fetch", "jp_serverapp", "api", "lab", "page", "redis_url"}
+
+
+class StartedProcess(AssertionError):
+    """A test of the fast tier started a process or opened a connection."""
+
+
+def _refuse(what: str):
+    def call(*args, **kwargs):
+        raise StartedProcess(f"a test of the fast tier {what}: mark it slow (pytest.mark.slow)")
+    return call
+
+
+def pytest_configure(config) -> None:
+    if (config.option.markexpr or "").strip() == "not slow":
+        # the fast tier may start no process and open no connection, in a test or a fixture of any scope
+        import socket
+        import subprocess
+
+        subprocess.Popen._execute_child = _refuse("started a process")
+        os.fork = _refuse("forked")
+        os.posix_spawn = _refuse("spawned a process")
+        socket.socket.connect = _refuse("opened a connection")
+
+
+@pytest.fixture(autouse=True)
+def fast_tier_guard(request):
+    """A test not marked ``slow`` uses none of the fixtures that start processes."""
+    if request.node.get_closest_marker("slow") is None:
+        used = PROCESS_FIXTURES.intersection(request.fixturenames)
+        if used:
+            raise StartedProcess(f"{request.node.nodeid} uses {sorted(used)}: mark it slow")
+
 
 @pytest.fixture
 def workspace(monkeypatch) -> Path:

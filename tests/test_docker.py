@@ -1,6 +1,8 @@
 """docker/: the compose file is valid and describes the documented deployment (no Docker engine runs here)."""
 from __future__ import annotations
 
+import pytest
+
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,6 +20,7 @@ def compose_cli() -> list[str]:
     raise AssertionError("no docker compose CLI: scripts/test.sh installs Debian's docker-compose")
 
 
+@pytest.mark.slow
 def test_compose_config_validates():
     p = subprocess.run([*compose_cli(), "-f", str(DOCKER / "compose.yaml"), "config"], capture_output=True, text=True,
                        cwd=DOCKER)

@@ -1,6 +1,8 @@
 """Same trajectory at any world size, resized mid-epoch, or after a learner is SIGKILLed."""
 from __future__ import annotations
 
+import pytest
+
 import os
 import signal
 import time
@@ -11,6 +13,8 @@ from .digits_setup import (
     BATCH, DELAY, EPOCHS, SlowCrossEntropy, make_bn_cnn, make_get_datasets, make_mlp, max_abs_diff,
     train_digits as _train,
 )
+
+pytestmark = pytest.mark.slow
 
 
 def test_one_learner_reference(reference):

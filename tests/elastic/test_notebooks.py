@@ -64,6 +64,7 @@ def test_notebook_parameters_cells():
         nbformat.validate(nbformat.read(NOTEBOOKS / name, as_version=4))
 
 
+@pytest.mark.slow
 def test_cifar10_vgg_notebook_runs_on_tiny_cifar(tmp_path, monkeypatch):
     data = write_tiny_cifar(tmp_path / "cifar-10-batches-py")
     job_dir = tmp_path / "runs" / "nbjob"
@@ -90,6 +91,7 @@ def test_cifar10_vgg_notebook_runs_on_tiny_cifar(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("max_gpus", [2])
+@pytest.mark.slow
 def test_digits_elastic_notebook(tmp_path, monkeypatch, max_gpus):
     for k in ("NBRUNNER_JOB_ID", "NBRUNNER_JOB_DIR", "NBRUNNER_REDIS_URL"):
         monkeypatch.delenv(k, raising=False)

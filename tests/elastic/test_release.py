@@ -21,6 +21,8 @@ from nbrunner.elastic import Callback, ElasticTrainer, LocalLauncher, LocalSlots
 
 from .digits_setup import BATCH, EPOCHS, make_get_datasets, make_mlp, max_abs_diff, train_digits
 
+pytestmark = pytest.mark.slow
+
 SLOW_STEP = 0.15  # per training step until the grow happened: a new learner needs seconds to start
 
 

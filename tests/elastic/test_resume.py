@@ -2,6 +2,8 @@
 parameters of an uninterrupted run."""
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import signal
@@ -14,6 +16,8 @@ from pathlib import Path
 import torch
 
 from .digits_setup import BATCH, EPOCHS, max_abs_diff
+
+pytestmark = pytest.mark.slow
 
 TESTS = Path(__file__).resolve().parents[1]
 

@@ -3,11 +3,15 @@ shipped to learners by value; inside a job, checkpoints, metrics and the final m
 ``runs/<job-id>/``; the saved model loads in a process that has none of that source."""
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import subprocess
 import sys
 import textwrap
+
+pytestmark = pytest.mark.slow
 
 MODULE = textwrap.dedent("""
     from torch import nn

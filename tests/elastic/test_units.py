@@ -127,6 +127,7 @@ def _bad_loss(out, y):
     raise ZeroDivisionError("broken loss function")
 
 
+@pytest.mark.slow
 def test_exception_in_user_code_is_reported(digits_npz):
     model, opt = make_mlp()
     tr = ElasticTrainer(model, make_get_datasets(digits_npz), _bad_loss, opt)

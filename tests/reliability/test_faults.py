@@ -19,6 +19,8 @@ from nbrunner.core.keys import LEASE
 
 from support import elastic_digits_notebook, make_notebook, no_slot_ever_held_twice, short_tmpdir, wait_for
 
+pytestmark = pytest.mark.slow
+
 TRAIN = elastic_digits_notebook(max_gpus=2, timeout=10)
 FIGURES: dict[str, float] = {}
 

@@ -2,12 +2,16 @@
 (The 500-job run with latency figures is bench/bench_load.py.)"""
 from __future__ import annotations
 
+import pytest
+
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from loadgen import run_load  # noqa: E402
+
+pytestmark = pytest.mark.slow
 
 
 def test_concurrent_rest_submissions_each_run_exactly_once():

@@ -19,6 +19,8 @@ import nbrunner
 
 from support import elastic_digits_notebook, make_notebook, no_slot_ever_held_twice, short_tmpdir, wait_for
 
+pytestmark = pytest.mark.slow
+
 NET = "10.213.7"
 HOSTS = {"A": 1, "B": 2, "C": 3}
 TRAIN = elastic_digits_notebook(max_gpus=4, timeout=8)

@@ -16,6 +16,8 @@ from playwright.sync_api import Locator, Page, expect
 from labserver import Lab, shot_path
 from support import make_notebook, wait_for
 
+pytestmark = pytest.mark.slow
+
 RUN_TIMEOUT = 120_000  # ms: a job on a busy 2-core machine
 JOB_POST = re.compile(r"/nbrunner/api/jobs(\?[^/]*)?$")
 CONTROLS = "button, input, select, textarea, jp-button"

@@ -18,6 +18,8 @@ from labserver import Lab
 from support import make_notebook, wait_for
 from test_jupyterlab import job_row, jobs_panel, open_lab, shot, submit_dialog
 
+pytestmark = pytest.mark.slow
+
 ENDED = ("completed", "failed", "cancelled")
 STEPS = 5
 

@@ -18,6 +18,8 @@ from labserver import Lab
 from support import make_notebook, wait_for
 from test_jupyterlab import RUN_TIMEOUT, SCORE, jobs_panel, open_lab, shot, show_sidebar, submit_dialog
 
+pytestmark = pytest.mark.slow
+
 SCHEDULE_POST = re.compile(r"/nbrunner/api/schedules(\?[^/]*)?$")
 SCHEDULE_PATCH = re.compile(r"/nbrunner/api/schedules/[a-z0-9]+(\?[^/]*)?$")
 SWEEP_POST = re.compile(r"/nbrunner/api/sweeps(\?[^/]*)?$")

@@ -13,6 +13,8 @@ from labserver import shot_path
 from support import http, make_notebook, refused, wait_for
 from test_jupyterlab import job_row, jobs_panel, open_lab, shot, show_sidebar
 
+pytestmark = pytest.mark.slow
+
 RUN_TIMEOUT = 120_000  # ms: a job on a busy 2-core machine
 
 TRAIN = '''
