@@ -49,7 +49,7 @@ def fill(store, n: int, seed: int = 0) -> float:
                 metrics={"loss": rng.random(), "accuracy": rng.random()} if status != "cancelled" else {},
                 error="ValueError: diverged" if status == "failed" else None, attempt=1, worker=f"host.{i % 7}",
             )
-            p.set(job_key(rec.id), rec.model_dump_json())
+            p.set(job_key(rec.id), rec.to_json())
             p.zadd(JOBS, {rec.id: created})
             index_status(p, rec, created)
             if i % 2000 == 1999:

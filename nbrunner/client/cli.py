@@ -197,7 +197,7 @@ def jobs(status: Optional[str] = typer.Option(None, "--status"),
         raise typer.BadParameter(f"--limit must be a positive integer, got {limit}")
     cluster = _cluster(workspace)
     where = None if schedule is None else (lambda r: r.schedule == schedule)
-    records, after = cluster.store.page(status, None if every else limit or JOBS_SHOWN, where=where, view=True)
+    records, after = cluster.store.page(status, None if every else limit or JOBS_SHOWN, where=where)
     if as_json:
         _print_json({"jobs": [r.to_dict() for r in records], "next": after})
         return
@@ -215,7 +215,7 @@ def jobs(status: Optional[str] = typer.Option(None, "--status"),
 def show(job_id: str = typer.Argument(..., metavar="JOB"), as_json: bool = typer.Option(False, "--json"),
          workspace: Optional[Path] = DirOption) -> None:
     """Show one job."""
-    rec = _cluster(workspace).store.get(job_id, view=True)
+    rec = _cluster(workspace).store.get(job_id)
     if as_json:
         _print_json(rec.to_dict())
         return
@@ -231,7 +231,7 @@ def logs(job_id: str = typer.Argument(..., metavar="JOB"), follow: bool = typer.
     from .job import read_log
 
     cluster = _cluster(workspace)
-    rec = cluster.store.get(job_id, view=True)
+    rec = cluster.store.get(job_id)
     job_dir = cluster.settings.job_dir(rec.id)
     offset = 0
     while True:
@@ -240,7 +240,7 @@ def logs(job_id: str = typer.Argument(..., metavar="JOB"), follow: bool = typer.
             sys.stdout.write(text)
             sys.stdout.flush()
         if follow:
-            rec = cluster.store.get(job_id, view=True)
+            rec = cluster.store.get(job_id)
         if not follow or rec.finished:
             if follow:  # what was written between the read and the status check
                 text, offset = read_log(job_dir, offset, finished=True)

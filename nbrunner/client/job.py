@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..control import grants
 from ..core.errors import NotFound
 from ..core.notebooks import load_nbformat
-from ..core.records import FINISHED
+from ..core.models import FINISHED
 
 if TYPE_CHECKING:  # imported on use: the CLI's read commands need neither nbformat nor pydantic
     import nbformat
@@ -81,7 +81,7 @@ class Job:
     def cancel(self) -> "Job":
         from ..control import submit
 
-        self.record = submit.cancel(self.cluster.store, self.id, self.dir)
+        self.record = submit.cancel(self.cluster.store, self.id, self.cluster.settings)
         return self
 
     def set_priority(self, priority: int) -> "Job":

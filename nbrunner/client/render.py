@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # records or their read-only views (RecordView): both have these attributes
+if TYPE_CHECKING:
     from rich.table import Table
 
     from ..core.models import JobRecord

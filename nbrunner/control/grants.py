@@ -21,7 +21,8 @@ from typing import Iterable
 import redis
 
 from ..core.keys import PREFIX
-from ..core.records import utcnow
+from ..core.lifecycle import AppendTimeline, Declare, Refused, SlotsHeld, TrainingOver
+from ..core.models import utcnow
 from ..core.placement import Slot
 from ..core.store import JobStore
 
@@ -104,20 +105,26 @@ def release(r: redis.Redis, job_id: str, slots: Iterable[Slot], reason: str = "r
     return done
 
 
-def sync_record(store: JobStore, job_id: str) -> None:
-    """Copy the job's held slots into its record (``gpus``, ``slots``) and its timeline."""
-    held = held_by(store.r, job_id)
+def sync_slots(store: JobStore, job_id: str) -> None:
+    """Copy the slots the job holds now into its record (``gpus``, ``slots``) and its timeline."""
+    try:
+        done = store.transition(job_id, SlotsHeld(slots=tuple(held_by(store.r, job_id))))
+    except Refused:  # it ended meanwhile: the scheduler gives back what it still holds
+        return
+    for action in done.actions:
+        if isinstance(action, AppendTimeline):
+            append_timeline(store.r, job_id, action.gpus)
 
-    def change(rec) -> bool:
-        slots = [list(s) for s in held]
-        if rec.slots == slots and rec.gpus == len(held):
-            return False
-        rec.slots, rec.gpus = slots, len(held)
-        return True
 
-    rec = store.update(job_id, change, event="gpus")
-    if rec is not None:
-        store.r.rpush(timeline_key(job_id), json.dumps({"t": utcnow(), "gpus": len(held)}))
+def free_slots(store: JobStore, job_id: str, reason: str) -> None:
+    """Give back every slot the job holds, publish an empty grant and note it in the record."""
+    release(store.r, job_id, held_by(store.r, job_id), reason=reason)
+    write_grant(store.r, job_id, [])
+    sync_slots(store, job_id)
+
+
+def append_timeline(r: redis.Redis, job_id: str, gpus: int) -> None:
+    r.rpush(timeline_key(job_id), json.dumps({"t": utcnow(), "gpus": gpus}))
 
 
 def timeline(r: redis.Redis, job_id: str) -> list[dict]:
@@ -138,14 +145,7 @@ class GrantClient:
         self.store = JobStore.from_url(url or os.environ["NBRUNNER_REDIS_URL"])
 
     def declare(self, min_gpus: int | None = None, max_gpus: int | None = None) -> None:
-        def change(rec) -> bool:
-            rec.elastic = True
-            rec.training_over = False
-            if min_gpus is not None and max_gpus is not None and 0 <= min_gpus <= max_gpus:
-                rec.min_gpus, rec.max_gpus = min_gpus, max_gpus
-            return True
-
-        self.store.update(self.job_id, change, event="elastic")
+        self.store.transition(self.job_id, Declare(min_gpus=min_gpus, max_gpus=max_gpus))
 
     def grant(self) -> tuple[int, list[Slot]]:
         g = read_grant(self.store.r, self.job_id)
@@ -172,19 +172,13 @@ class GrantClient:
     def release(self, slots: Iterable[Slot]) -> list[Slot]:
         done = release(self.store.r, self.job_id, slots)
         if done:
-            sync_record(self.store, self.job_id)
+            sync_slots(self.store, self.job_id)
             self.store.emit("released", job=self.job_id)
         return done
 
     def withdraw(self) -> list[Slot]:
         """Training is over: want no slot any more and release all the job holds."""
 
-        def change(rec) -> bool:
-            if rec.training_over:
-                return False
-            rec.training_over = True
-            return True
-
         # first the demand, so that the scheduler does not hand a released slot straight back
-        self.store.update(self.job_id, change, event="training_over")
+        self.store.transition(self.job_id, TrainingOver())
         return self.release(self.held())

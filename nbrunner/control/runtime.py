@@ -64,8 +64,12 @@ def report(progress: float | None = None, metrics: dict[str, Any] | None = None,
     if ENV_REDIS_URL in os.environ:
         import redis
 
+        from ..core.lifecycle import Progress, Refused
+
         try:
-            job_store().update_progress(jid, progress=progress, metrics=metrics)
+            job_store().transition(jid, Progress(progress=progress, metrics=metrics))
+        except Refused:
+            pass  # the job has finished (a cancel came first): the record keeps its final state
         except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
             pass  # Redis is restarting: metrics.jsonl has the line; the next report updates the record
 

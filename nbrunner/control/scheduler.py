@@ -30,16 +30,16 @@ from rq.job import Job as RqJob
 
 from ..core.allocate import allocate
 from ..core.config import JOB_GRACE_S, Settings
-from ..core.html import write_output_html
 from ..core.keys import ACTIVE, LEASE, POLICY, job_key
-from ..core.limits import MAX_TIMEOUT_S
+from ..core.lifecycle import Dispatch, Position, Refused, Undispatch, WorkerLost
 from ..core.models import JobRecord, utcnow
 from ..core.placement import Slot, Step, admitted, demand_of, plan, started
 from ..core.quarantine import quarantine_job
 from ..core.store import JobStore
 from . import grants
+from .actions import advance, carry_out
 from .retention import Retention, keep_days
-from .queues import DEFAULT_QUEUE, host_queue, queue, rq_connection, rq_job_id
+from .queues import queue, rq_connection, rq_job_id
 from .registration import Capacity, live_capacity
 from .schedules import fire_due
 from .sweeps import advance_sweeps
@@ -65,14 +65,21 @@ def contained(store: JobStore, rec: JobRecord, what: str):
         raise
     except Exception as exc:  # noqa: BLE001 - one bad record must never stop the pass
         log.warning("job %s %s: %s: %s", rec.id, what, exc.__class__.__name__, exc)
-        quarantine_job(store, rec.id, f"the job {what} ({exc.__class__.__name__}: {exc})")
+        quarantined(store, rec.id, f"the job {what} ({exc.__class__.__name__}: {exc})")
+
+
+def quarantined(store: JobStore, job_id: str, cause: str) -> None:
+    """Quarantine a job (see :mod:`nbrunner.core.quarantine`) and carry out what that asks for."""
+    done = quarantine_job(store, job_id, cause)
+    if done is not None:
+        carry_out(store, job_id, done.actions)
 
 
 def placeable(store: JobStore, live: list[JobRecord], total: int, policy: str):
     """(jobs, demands, shares) of the live jobs the allocator accepts; a job whose demand it
     refuses (e.g. a GPU count out of range written by an older version) is quarantined."""
     def refused(rec: JobRecord, exc: Exception) -> None:
-        quarantine_job(store, rec.id, f"the job could not be placed ({exc.__class__.__name__}: {exc})")
+        quarantined(store, rec.id, f"the job could not be placed ({exc.__class__.__name__}: {exc})")
 
     demands, kept = [], []
     for rec in live:
@@ -204,10 +211,11 @@ class Scheduler:
                     self.lost(rec)
                 elif rec.status == "queued" and rec.dispatched and not self._dispatch_alive(rec, cap):
                     self.undispatch(rec)
-                elif rec.finished and (rec.released or rec.worker not in cap.workers):
-                    if by_job.get(rec.id):
-                        grants.release(self.r, rec.id, by_job.pop(rec.id), reason="finished")
-                        grants.sync_record(self.store, rec.id)
+                elif rec.finished and not rec.released and rec.worker not in cap.workers:
+                    self.lost(rec)  # it ended, but its worker died before confirming: nothing runs
+                elif rec.finished and rec.released:
+                    if by_job.pop(rec.id, None):
+                        grants.free_slots(self.store, rec.id, "finished")
                     self.r.srem(ACTIVE, rec.id)
         dead = defaultdict(list)
         for slot, jid in held.items():
@@ -217,7 +225,7 @@ class Scheduler:
             grants.release(self.r, jid, slots, reason="host lost")
             target = [tuple(s) for s in grants.read_grant(self.r, jid)["slots"]]
             grants.write_grant(self.r, jid, [s for s in target if s not in slots])
-            grants.sync_record(self.store, jid)
+            grants.sync_slots(self.store, jid)
         for jid in set(held.values()) - {r.id for r in jobs}:
             rest = [s for s, j in held.items() if j == jid]
             grants.release(self.r, jid, rest, reason="orphan")
@@ -255,53 +263,18 @@ class Scheduler:
         return False
 
     def lost(self, rec: JobRecord) -> None:
-        """The worker running ``rec`` is gone: re-queue it, or fail it when retries are spent."""
-
-        def change(r: JobRecord) -> bool:
-            if r.status != "running" or r.attempt != rec.attempt:
-                return False
-            if r.lost < r.retries:
-                r.lost += 1
-                r.status = "queued"
-                r.dispatched = False
-                r.worker = None
-                r.error = None
-                r.progress = None
-            else:
-                r.status, r.error, r.finished_at = "failed", "worker lost", utcnow()
-            r.released = True
-            return True
-
-        if rec.lost >= rec.retries:  # it ends here: its HTML before its final status
-            write_output_html(self.settings.job_dir(rec.id))
-        new = self.store.update(rec.id, change, event="requeued")
-        if new is not None:
-            log.warning("worker %s lost: job %s %s", rec.worker, rec.id, new.status)
-            self._forget_rq(rec)
-            grants.release(self.r, rec.id, grants.held_by(self.r, rec.id), reason="worker lost")
-            grants.write_grant(self.r, rec.id, [])
-            grants.sync_record(self.store, rec.id)
+        """The worker running ``rec`` is gone: re-queue it, or fail it when retries are spent (a job
+        that had ended already is only released)."""
+        try:
+            done = advance(self.store, rec.id, WorkerLost(attempt=rec.attempt, at=utcnow()), self.settings)
+        except Refused:
+            return
+        log.warning("worker %s lost: job %s %s", rec.worker, rec.id, done.record.status)
 
     def undispatch(self, rec: JobRecord) -> None:
-        def change(r: JobRecord) -> bool:
-            if r.status != "queued" or r.attempt != rec.attempt or not r.dispatched:
-                return False
-            r.dispatched = False
-            return True
-
-        if self.store.update(rec.id, change, event="undispatched") is not None:
-            self._forget_rq(rec)
-            grants.release(self.r, rec.id, grants.held_by(self.r, rec.id), reason="undispatched")
-            grants.write_grant(self.r, rec.id, [])
-            grants.sync_record(self.store, rec.id)
-
-    def _forget_rq(self, rec: JobRecord) -> None:
-        conn = rq_connection(self.store)
         try:
-            job = RqJob.fetch(rq_job_id(rec.id, rec.attempt), connection=conn)
-            job.cancel()
-            conn.lrem(queue(self.store, job.origin).intermediate_queue_key, 0, job.id)
-        except Exception:
+            advance(self.store, rec.id, Undispatch(attempt=rec.attempt), self.settings)
+        except Refused:
             pass
 
     # ---- allocation -------------------------------------------------------------------
@@ -331,7 +304,7 @@ class Scheduler:
             taken = [s for s in step.slots if grants.take(self.r, rec.id, s)]
             if taken:
                 grants.write_grant(self.r, rec.id, step.have + taken)
-                grants.sync_record(self.store, rec.id)
+                grants.sync_slots(self.store, rec.id)
         elif step.kind == "dispatch":
             taken = [s for s in step.slots if grants.take(self.r, rec.id, s)]
             if len(taken) != len(step.slots):  # raced with a stale view: give back, retry next pass
@@ -341,13 +314,10 @@ class Scheduler:
 
     def _set_position(self, rec: JobRecord, pos: int) -> None:
         if rec.queue_position != pos:
-            def change(r: JobRecord) -> bool:
-                if r.status != "queued":
-                    return False
-                r.queue_position = pos
-                return True
-
-            self.store.update(rec.id, change)
+            try:
+                advance(self.store, rec.id, Position(position=pos))
+            except Refused:
+                pass
 
     def dispatch(self, rec: JobRecord, slots: list[Slot]) -> None:
         """Hand a job to rq on the host of its slots (any worker when it holds none)."""
@@ -355,29 +325,11 @@ class Scheduler:
         for h, _ in slots:
             hosts[h] += 1
         host = max(hosts, key=lambda h: (hosts[h], h)) if hosts else None
-
-        def change(r: JobRecord) -> bool:
-            if r.status != "queued" or r.dispatched or r.cancel_requested:
-                return False
-            r.attempt += 1
-            r.dispatched = True
-            r.training_over = False
-            r.host = host
-            r.queue_position = None
-            return True
-
-        new = self.store.update(rec.id, change, event="dispatched")
-        if new is None:
+        try:
+            advance(self.store, rec.id, Dispatch(host=host, slots=tuple(slots), timeout_grace_s=JOB_GRACE_S),
+                    self.settings)
+        except Refused:
             grants.release(self.r, rec.id, slots, reason="not dispatched")
-            return
-        grants.write_grant(self.r, rec.id, slots)
-        grants.sync_record(self.store, rec.id)
-        # rq's own limit stays above the job's wall time (enforced by run_job) and within SIGALRM's range
-        timeout = -1 if not new.timeout else int(min(new.timeout, MAX_TIMEOUT_S) + JOB_GRACE_S)
-        queue(self.store, host_queue(host) if host else DEFAULT_QUEUE).enqueue_call(
-            "nbrunner.execution.execute.run_job", args=(new.id, new.attempt), job_id=rq_job_id(new.id, new.attempt),
-            timeout=timeout, result_ttl=3600, failure_ttl=24 * 3600, description=f"nbrunner job {new.id}",
-        )
 
 
 def _warm_imports() -> None:

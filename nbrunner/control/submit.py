@@ -18,16 +18,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.config import Settings
 from ..core.errors import Conflict, InvalidRequest, NotFound
-from ..core.html import write_output_html
+from ..core.lifecycle import CancelRequested, Purge, Refused, SetPriority, submitted, transition
+from ..core.models import JobRecord, JobRequest, utcnow
 from ..core.notebooks import load_nbformat
-from ..core.records import PRIORITY_MAX, PRIORITY_MIN, RecordView, utcnow
-from ..core.requests import plain_request
 from ..core.store import JobStore
+from .actions import advance, carry_out
 
-if TYPE_CHECKING:  # imported on first use: the CLI's read commands and a plain submit never need them
+if TYPE_CHECKING:  # imported on first use: the CLI's read commands and a plain submit never need it
     import nbformat
-
-    from ..core.models import JobRecord, JobRequest
 
 ID_ALPHABET = string.ascii_lowercase + string.digits
 MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
@@ -217,10 +215,10 @@ def relative_to_workspace(settings: Settings, path: Path) -> str:
 
 
 def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: str | None = None,
-           base: Path | None = None) -> JobRecord | RecordView:
+           base: Path | None = None) -> JobRecord:
     """Validate a job request, snapshot its notebook to ``runs/<id>/input.ipynb`` and queue it;
-    returns the new record (a :class:`RecordView` unless a value needed the model)."""
-    req = parse_request(request)
+    returns the new record."""
+    req = JobRequest.parse(request)
     path = resolve_notebook(settings, req.notebook, base)
     shown = relative_to_workspace(settings, path)
     checked = check_notebook(path, shown)
@@ -234,19 +232,8 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: 
     return _record(store, settings, req, checked, shown, path.stem, cwd, owner)
 
 
-def parse_request(data: Any) -> JobRequest:
-    """A validated request (InvalidRequest with a one-line message if it is not): a plainly valid
-    one as it is (:func:`~nbrunner.core.requests.plain_request`), anything else through the model."""
-    plain = plain_request(data)
-    if plain is not None:
-        return plain
-    from ..core.models import JobRequest
-
-    return JobRequest.parse(data)
-
-
 def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Checked, shown: str,
-            stem: str, cwd: str | None, owner: str | None) -> JobRecord | RecordView:
+            stem: str, cwd: str | None, owner: str | None) -> JobRecord:
     """Snapshot ``checked`` to a new job directory and queue the job ``req`` (already validated)."""
     for _ in range(10):
         job_id = new_id()
@@ -261,7 +248,7 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Check
     try:
         (job_dir / "logs").mkdir()
         (job_dir / "input.ipynb").write_text(checked.text, encoding="utf-8")
-        fields = dict(
+        record = submitted(JobRecord(
             id=job_id,
             name=req.name or stem,
             notebook=shown,
@@ -280,15 +267,9 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Check
             report_mode=req.report_mode,
             retries=DEFAULT_RETRIES if req.retries is None else req.retries,
             elastic=checked.elastic,
-        )
-        record = RecordView.new(**fields)
-        if record is None:  # a value only the model can settle
-            from ..core.models import JobRecord
-
-            record = JobRecord(**fields)
-            record.note_status(None)  # the history starts at "queued"
+        ))
         (job_dir / "job.json").write_text(json.dumps(record.to_dict(), indent=1))
-        if not store.create(record):
+        if store.create(record) is None:
             raise Conflict(f"job id {job_id} already exists")
     except BaseException:
         shutil.rmtree(job_dir, ignore_errors=True)
@@ -297,7 +278,7 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Check
 
 
 def rerun(store: JobStore, settings: Settings, job_id: str, parameters: Any = None,
-          owner: str | None = None) -> JobRecord | RecordView:
+          owner: str | None = None) -> JobRecord:
     """A new job from ``job_id``'s input snapshot, with the same options and its parameters
     updated by ``parameters``; owned by ``owner``."""
     old = store.get(job_id)
@@ -305,7 +286,7 @@ def rerun(store: JobStore, settings: Settings, job_id: str, parameters: Any = No
         parameters = {}
     if not isinstance(parameters, dict):
         raise InvalidRequest("parameters must be a JSON object")
-    req = parse_request({
+    req = JobRequest.parse({
         "notebook": old.notebook, "parameters": {**old.parameters, **parameters}, "name": old.name,
         "min_gpus": old.min_gpus, "max_gpus": old.max_gpus, "priority": old.priority, "timeout": old.timeout,
         "kernel": old.kernel, "language": old.language, "report_mode": old.report_mode, "retries": old.retries,
@@ -331,75 +312,29 @@ def purge(store: JobStore, settings: Settings, job_id: str, wait: float = PURGE_
 
     from . import grants
 
-    rec = store.get(job_id)
-    if not rec.finished:
-        raise Conflict(f"job {job_id} is {rec.status}: cancel it before deleting it")
     deadline = time.monotonic() + wait
-    while not rec.released or grants.held_by(store.r, job_id):
+    while True:
+        rec = store.get(job_id)
+        try:
+            transition(rec, Purge())  # finished and released: Refused says why not
+            if not grants.held_by(store.r, job_id):
+                break
+        except Refused:
+            if not rec.finished or time.monotonic() > deadline:
+                raise
         if time.monotonic() > deadline:
             raise Conflict(f"job {job_id} is still stopping: try again in a moment")
         time.sleep(0.1)
-        rec = store.get(job_id)
-    if not store.remove(job_id, extra_keys=(grants.grant_key(job_id), grants.timeline_key(job_id))):
-        raise NotFound(f"no job {job_id!r}")  # removed meanwhile (a finished job never runs again)
-    job_dir = settings.job_dir(job_id)
-    if job_dir.name == job_id and job_dir.is_dir():
-        shutil.rmtree(job_dir, ignore_errors=True)
+    done = store.remove(job_id, extra_keys=(grants.grant_key(job_id), grants.timeline_key(job_id)))
+    carry_out(store, job_id, done.actions, settings)
 
 
-def cancel(store: JobStore, job_id: str, job_dir: Path | None = None) -> JobRecord:
-    """Cancel a queued or running job; a running one is stopped by its worker.  With ``job_dir``,
-    ``output.html`` is written first (every caller that knows the job directory passes it)."""
-    before = store.get(job_id)
-    if before.finished:
-        raise Conflict(f"job {job_id} is already {before.status}")
-    if job_dir is not None:  # its HTML before its final status (a worker renders it again once stopped)
-        write_output_html(job_dir)
-
-    def change(rec: JobRecord) -> bool:
-        if rec.finished:
-            raise Conflict(f"job {job_id} is already {rec.status}")
-        rec.status = "cancelled"
-        rec.cancel_requested = True
-        rec.finished_at = utcnow()
-        rec.error = "cancelled"
-        return True
-
-    rec = store.update(job_id, change, event="cancelled")
-    if before.status == "running" or before.dispatched:
-        stop_execution(store, rec)
-    return rec
-
-
-def stop_execution(store: JobStore, rec: JobRecord) -> None:
-    """Ask the worker running ``rec`` to kill its work horse (rq's stop-job command)."""
-    from rq.command import send_stop_job_command
-    from rq.exceptions import InvalidJobOperation, NoSuchJobError
-    from rq.job import Job as RqJob
-
-    from .queues import rq_connection, rq_job_id
-
-    conn = rq_connection(store)
-    rq_id = rq_job_id(rec.id, rec.attempt)
-    try:
-        send_stop_job_command(conn, rq_id)
-    except (InvalidJobOperation, NoSuchJobError):
-        try:  # not started yet: take it out of its queue
-            RqJob.fetch(rq_id, connection=conn).cancel()
-        except (NoSuchJobError, InvalidJobOperation):
-            pass
+def cancel(store: JobStore, job_id: str, settings: Settings | None = None, reason: str = "cancelled") -> JobRecord:
+    """Cancel a queued or running job (Conflict if it has finished); a running one is stopped by
+    its worker.  With ``settings``, ``output.html`` is written before the final status."""
+    return advance(store, job_id, CancelRequested(at=utcnow(), reason=reason), settings).record
 
 
 def set_priority(store: JobStore, job_id: str, priority: Any) -> JobRecord:
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise InvalidRequest("priority must be an integer")
-    if not PRIORITY_MIN <= priority <= PRIORITY_MAX:
-        raise InvalidRequest(f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX}, got {priority}")
-
-    def change(rec: JobRecord) -> bool:
-        if rec.finished:
-            raise Conflict(f"job {job_id} is already {rec.status}")
-        rec.priority = priority
-        return True
-
-    return store.update(job_id, change, event="priority")
+    """Change a queued or running job's priority (1..10000)."""
+    return advance(store, job_id, SetPriority(priority=priority)).record

@@ -29,12 +29,14 @@ import redis
 from ..core.config import Settings
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound
 from ..core.keys import PREFIX, job_key
+from ..core.lifecycle import Refused, StoppedEarly
 from ..core.models import JobRecord, JobRequest, utcnow
 from ..core.store import JobStore
 from ..core.sweeps.asha import reported_values, rung_decision
 from ..core.sweeps.spec import SweepSpec, parse_spec
 from ..core.sweeps.trials import SweepRecord, Trial, generate_trials
 from . import submit
+from .actions import advance
 
 log = logging.getLogger("nbrunner.sweeps")
 
@@ -363,33 +365,25 @@ def _early_stopping(store: JobStore, settings: Settings, rec: SweepRecord, spec:
             continue  # not enough trials at this rung yet: keep running
         t.decisions[str(rung)] = decision
         if decision == "stopped":
-            stop_trial(store, t.job, rung, metric, settings.job_dir(t.job))
+            stop_trial(store, settings, t.job, rung, metric)
             jobs[t.job] = store.get(t.job)
 
 
-def stop_trial(store: JobStore, job_id: str, rung: int, metric: str | None = None, job_dir: Path | None = None) -> None:
+def stop_trial(store: JobStore, settings: Settings, job_id: str, rung: int, metric: str | None = None) -> None:
     """Cancel a trial's job with the error ``stopped early at rung N``.
 
     The job's record also gets the last value of ``metric`` it wrote to ``metrics.jsonl``:
     ``nbrunner.record`` writes the file before the record, and a record update arriving after
     the cancel is dropped, so the record could miss the very value the decision was made on."""
     try:
-        submit.cancel(store, job_id, job_dir)
+        submit.cancel(store, job_id, settings, reason=f"stopped early at rung {rung}")
     except Conflict:  # it finished meanwhile
         return
-    message = f"stopped early at rung {rung}"
-    reported = reported_values(job_dir, metric) if metric and job_dir is not None else []
-    last = reported[-1] if reported else None
-
-    def change(r: JobRecord) -> bool:
-        if r.status != "cancelled":
-            return False
-        r.error = message
-        if last is not None:
-            r.metrics[metric] = last
-        return True
-
-    store.update(job_id, change, event="stopped")
+    reported = reported_values(settings.job_dir(job_id), metric) if metric else []
+    try:
+        advance(store, job_id, StoppedEarly(rung=rung, metric=metric, value=reported[-1] if reported else None))
+    except Refused:
+        pass
 
 
 def cancel_sweep(store: JobStore, sweep_id: str, settings: Settings | None = None) -> SweepRecord:
@@ -407,7 +401,7 @@ def cancel_sweep(store: JobStore, sweep_id: str, settings: Settings | None = Non
         for job in jobs_of(store, rec.job_ids()).values():
             if not job.finished:
                 try:
-                    submit.cancel(store, job.id, settings.job_dir(job.id) if settings else None)
+                    submit.cancel(store, job.id, settings)
                 except Conflict:
                     pass
         rec.status, rec.finished_at = "cancelled", utcnow()

@@ -6,7 +6,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .keys import FINISHED_AT, status_index
-from .records import FINISHED, STATUSES, parse_time
+from .models import FINISHED, STATUSES, parse_time
 
 if TYPE_CHECKING:
     from .models import JobRecord

@@ -1,28 +1,254 @@
-"""The job record and the request that creates one (validated: pydantic; the constants and the
-read-only view that need no pydantic are in :mod:`.records`, the request's checks in :mod:`.requests`)."""
+"""The job record and the request that creates one, each one model (msgspec: validated in
+microseconds and imported in milliseconds, so the CLI needs no lighter twin), with the job's
+statuses, priority bounds and times.
+
+A record is immutable (``frozen``): it changes only through :mod:`nbrunner.core.lifecycle`,
+which returns a new record for each event.
+"""
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+import keyword
+import math
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+import msgspec
 
 from .errors import InvalidRequest
-from .limits import check_request
-from .records import (FINISHED, PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, PUBLIC_FIELDS, SHOWN_EXTRA,  # noqa: F401
-                      STATUSES, duration, parse_time, utcnow)
-from .requests import (check_bounds, check_count, check_name, check_notebook, check_parameters, check_priority,
-                       check_timeout)
-
-Status = Literal["queued", "running", "completed", "failed", "cancelled"]
+from .limits import MAX_INT64, MAX_TIMEOUT_S, check_request
 
 
-class JobRequest(BaseModel):
+class JobStatus(str, Enum):
+    """What a user sees of a job's life: ``queued`` -> ``running`` -> one of the finished ones
+    (a job re-queued after its worker was lost goes back to ``queued``)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    __str__ = str.__str__  # "queued", in messages and f-strings too
+
+    @property
+    def finished(self) -> bool:
+        return self in _FINISHED
+
+
+class JobPhase(str, Enum):
+    """Where a job is between the scheduler and its worker (bookkeeping; the status is what
+    users see): ``waiting`` and ``dispatched`` are queued (not yet / handed to a worker for the
+    current attempt); ``running``; ``stopping``: finished, but its worker has not yet confirmed
+    that nothing of it runs; ``ended``: finished and released."""
+
+    WAITING = "waiting"
+    DISPATCHED = "dispatched"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    ENDED = "ended"
+
+    __str__ = str.__str__
+
+
+_FINISHED = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
+STATUSES = tuple(s.value for s in JobStatus)
+FINISHED = tuple(s.value for s in JobStatus if s.finished)
+PRIORITY_MIN, PRIORITY_MAX, PRIORITY_DEFAULT = 1, 10000, 5000
+RETRIES_DEFAULT = 2  # re-runs after a lost worker or a killed kernel (NBRUNNER_RETRIES overrides it at submit)
+
+# Fields of the public job record (the README's job record), in display order.
+PUBLIC_FIELDS = (
+    "id", "name", "notebook", "parameters", "status", "priority", "min_gpus", "max_gpus", "gpus",
+    "owner", "created_at", "started_at", "finished_at", "output", "error", "progress", "metrics", "sweep",
+    "schedule",
+    "history",
+)
+# Bookkeeping fields that ``to_dict()`` (the REST and ``--json`` job) shows after the public ones.
+SHOWN_EXTRA = ("timeout", "kernel", "attempt", "worker", "queue_position")
+
+
+def utcnow() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def duration(started_at: str | None, finished_at: str | None) -> float | None:
+    """Seconds from start to finish (to now while running); None before the start."""
+    start = parse_time(started_at)
+    if start is None:
+        return None
+    end = parse_time(finished_at) or datetime.now(timezone.utc)
+    return max(0.0, (end - start).total_seconds())
+
+
+# ---- the checks of a request's fields (JobRequest runs them; messages are the user's) ----------
+
+def check_notebook(v: str) -> str:
+    if not v.strip():
+        raise ValueError("notebook path is empty")
+    if "\x00" in v:
+        raise ValueError("notebook path contains a NUL byte")
+    return v
+
+
+def check_parameters(v: dict) -> dict:
+    """Python identifiers, not keywords, mapped to JSON values; returns a copy made of JSON."""
+    for key in v:
+        if not key.isidentifier():
+            raise ValueError(f"parameter name {key!r} is not a Python identifier")
+        if keyword.iskeyword(key):
+            raise ValueError(f"parameter name {key!r} is a Python keyword")
+    try:
+        text = json.dumps(v, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"parameters must be JSON values ({exc})") from None
+    return json.loads(text)
+
+
+def check_name(v: str | None) -> str | None:
+    if v is not None:
+        v = v.strip()
+        if not v or len(v) > 200 or any(ord(c) < 32 for c in v):
+            raise ValueError("name must be 1..200 printable characters")
+    return v
+
+
+def check_count(v: int | None, field: str) -> int | None:
+    """min_gpus, max_gpus, retries."""
+    if v is not None and v < 0:
+        raise ValueError(f"{field} must be >= 0, got {v}")
+    if v is not None and v > MAX_INT64:
+        raise ValueError(f"{field} must be at most 2**63-1")
+    return v
+
+
+def check_priority(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise InvalidRequest("priority must be an integer")
+    if not PRIORITY_MIN <= v <= PRIORITY_MAX:
+        raise InvalidRequest(f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX}, got {v}")
+    return v
+
+
+def check_timeout(v: Any) -> float | None:
+    if v is None:
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError("timeout must be a number of seconds")
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {v}")
+    if v > MAX_TIMEOUT_S:
+        raise ValueError(f"timeout must be at most {MAX_TIMEOUT_S} s (30 days), got {v:g}")
+    return float(v)
+
+
+def check_bounds(min_gpus: int, max_gpus: int | None) -> int:
+    """``max_gpus``, which defaults to ``min_gpus``; no less than it."""
+    if max_gpus is None:
+        max_gpus = min_gpus
+    if min_gpus > max_gpus:
+        raise ValueError(f"min_gpus ({min_gpus}) is greater than max_gpus ({max_gpus})")
+    return max_gpus
+
+
+class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
+    """The job record kept in Redis: the public fields, then bookkeeping."""
+
+    id: str
+    name: str
+    notebook: str
+    parameters: dict[str, Any] = {}
+    status: JobStatus = JobStatus.QUEUED
+    priority: int = PRIORITY_DEFAULT
+    min_gpus: int = 0
+    max_gpus: int = 0
+    gpus: int = 0
+    owner: str = ""
+    created_at: str = msgspec.field(default_factory=utcnow)
+    started_at: str | None = None
+    finished_at: str | None = None
+    output: str | None = None
+    error: str | None = None
+    progress: float | None = None
+    metrics: dict[str, Any] = {}
+    sweep: str | None = None
+    schedule: str | None = None  # the id of the schedule this job is a run of
+    history: list[dict[str, str]] = []  # [{"status", "at"}], oldest first
+    # bookkeeping
+    timeout: float | None = None
+    kernel: str | None = None
+    language: str | None = None
+    cwd: str | None = None
+    report_mode: bool = False
+    retries: int = RETRIES_DEFAULT
+    attempt: int = 0  # number of times handed to a worker
+    lost: int = 0  # times re-queued after its worker was lost (or its kernel killed)
+    phase: JobPhase | None = None  # None only in records written before phases existed: see __post_init__
+    worker: str | None = None
+    host: str | None = None
+    slots: list[list[Any]] = []  # [[host, index], ...] held now
+    elastic: bool = False
+    training_over: bool = False  # an elastic job whose trainer closed: it wants no GPU until it trains again
+    cancel_requested: bool = False  # ended by a decision from outside (cancel, quarantine): its worker stops it
+    queue_position: int | None = None
+    throughput: dict[str, float] = {}  # elastic: samples/s by learner count (goodput)
+    pause_s: float | None = None  # elastic: the last resize's measured pause (goodput)
+
+    def __post_init__(self) -> None:
+        if type(self.status) is not JobStatus:  # made in code with a plain string (decoding gives the enum)
+            msgspec.structs.force_setattr(self, "status", JobStatus(self.status))
+        if self.phase is None:  # an older record: its phase from its status
+            phase = {JobStatus.QUEUED: JobPhase.WAITING, JobStatus.RUNNING: JobPhase.RUNNING}.get(
+                self.status, JobPhase.ENDED)
+            msgspec.structs.force_setattr(self, "phase", phase)
+        elif type(self.phase) is not JobPhase:
+            msgspec.structs.force_setattr(self, "phase", JobPhase(self.phase))
+
+    @property
+    def finished(self) -> bool:
+        return self.status in _FINISHED
+
+    @property
+    def dispatched(self) -> bool:
+        """Handed to rq for the current attempt, not started yet."""
+        return self.phase is JobPhase.DISPATCHED
+
+    @property
+    def released(self) -> bool:
+        """Nothing of the job runs on any worker (never started, or its worker confirmed)."""
+        return self.phase not in (JobPhase.RUNNING, JobPhase.STOPPING)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public record (REST, ``--json``, ``Job.to_dict()``)."""
+        d = msgspec.to_builtins(self)
+        return {**{k: d[k] for k in PUBLIC_FIELDS}, **{k: d[k] for k in SHOWN_EXTRA}}
+
+    def to_json(self, indent: int = 0) -> str:
+        """The record as the store keeps it (``indent``: for ``job.json``)."""
+        raw = msgspec.json.encode(self)
+        return (msgspec.json.format(raw, indent=indent) if indent else raw).decode()
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> JobRecord:
+        """A stored record, validated (msgspec.ValidationError or DecodeError if it is not one)."""
+        return msgspec.json.decode(raw, type=cls)
+
+    def duration(self) -> float | None:
+        return duration(self.started_at, self.finished_at)
+
+
+class JobRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """What a user asks for: validated before anything is queued."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
-
     notebook: str
-    parameters: dict[str, Any] = Field(default_factory=dict)
+    parameters: dict[str, Any] = {}
     name: str | None = None
     min_gpus: int = 0
     max_gpus: int | None = None
@@ -36,128 +262,44 @@ class JobRequest(BaseModel):
     schedule: str | None = None  # the schedule this job is a run of
     retries: int | None = None
 
-    @field_validator("notebook")
-    @classmethod
-    def _notebook(cls, v: str) -> str:
-        return check_notebook(v)
-
-    @field_validator("parameters")
-    @classmethod
-    def _parameters(cls, v: dict) -> dict:
-        return check_parameters(v)
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str | None) -> str | None:
-        return check_name(v)
-
-    @field_validator("min_gpus", "max_gpus", "retries")
-    @classmethod
-    def _non_negative(cls, v: int | None, info) -> int | None:
-        return check_count(v, info.field_name)
-
-    @field_validator("priority")
-    @classmethod
-    def _priority(cls, v: int) -> int:
-        return check_priority(v)
-
-    @field_validator("timeout", mode="before")
-    @classmethod
-    def _timeout(cls, v: Any) -> Any:
-        return check_timeout(v)
-
-    @model_validator(mode="after")
-    def _bounds(self) -> "JobRequest":
+    def __post_init__(self) -> None:
+        self.notebook = check_notebook(self.notebook)
+        self.parameters = check_parameters(self.parameters)
+        self.name = check_name(self.name)
+        for field in ("min_gpus", "max_gpus", "retries"):
+            check_count(getattr(self, field), field)
+        check_priority(self.priority)
+        self.timeout = check_timeout(self.timeout)
         self.max_gpus = check_bounds(self.min_gpus, self.max_gpus)
-        return self
 
     @classmethod
-    def parse(cls, data: Any) -> "JobRequest":
+    def parse(cls, data: Any) -> JobRequest:
         """Validate a request, raising InvalidRequest with a one-line message."""
         if not isinstance(data, dict):
             raise InvalidRequest("a job request must be a JSON object")
         check_request(data)
         try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
+            return msgspec.convert(data, cls)
+        except msgspec.ValidationError as exc:
             raise InvalidRequest(validation_message(exc)) from None
 
 
-def validation_message(exc: ValidationError) -> str:
-    """The first error of a pydantic ValidationError as one line naming the field."""
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
-    msg = err["msg"]
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
-    if err["type"] == "extra_forbidden":
-        return f"unknown field {loc!r}"
-    if err["type"] == "missing":
-        return f"missing field {loc!r}"
-    return f"{loc}: {msg}" if loc and loc not in msg else msg
+_TYPE_NAMES = {"int": "an integer", "float": "a number", "str": "a string", "bool": "a boolean",
+               "object": "an object", "array": "a list", "null": "null"}
 
 
-class JobRecord(BaseModel):
-    """The job record kept in Redis (the public fields plus bookkeeping)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    id: str
-    name: str
-    notebook: str
-    parameters: dict[str, Any] = Field(default_factory=dict)
-    status: Status = "queued"
-    priority: int = PRIORITY_DEFAULT
-    min_gpus: int = 0
-    max_gpus: int = 0
-    gpus: int = 0
-    owner: str = ""
-    created_at: str = Field(default_factory=utcnow)
-    started_at: str | None = None
-    finished_at: str | None = None
-    output: str | None = None
-    error: str | None = None
-    progress: float | None = None
-    metrics: dict[str, Any] = Field(default_factory=dict)
-    sweep: str | None = None
-    schedule: str | None = None  # the id of the schedule this job is a run of
-    history: list[dict[str, str]] = Field(default_factory=list)  # [{"status", "at"}], oldest first
-    # bookkeeping
-    timeout: float | None = None
-    kernel: str | None = None
-    language: str | None = None
-    cwd: str | None = None
-    report_mode: bool = False
-    retries: int = 2
-    attempt: int = 0  # number of times handed to a worker
-    lost: int = 0  # times re-queued after its worker was lost
-    dispatched: bool = False  # handed to rq for the current attempt
-    worker: str | None = None
-    host: str | None = None
-    slots: list[list[Any]] = Field(default_factory=list)  # [[host, index], ...] held now
-    elastic: bool = False
-    training_over: bool = False  # an elastic job whose trainer closed: it wants no GPU until it trains again
-    released: bool = True  # the worker confirmed nothing of the job runs anymore
-    cancel_requested: bool = False
-    queue_position: int | None = None
-    throughput: dict[str, float] = Field(default_factory=dict)  # elastic: samples/s by learner count (goodput)
-    pause_s: float | None = None  # elastic: the last resize's measured pause (goodput)
-
-    @property
-    def finished(self) -> bool:
-        return self.status in FINISHED
-
-    def note_status(self, before: str | None) -> None:
-        """Append a ``history`` entry if the status differs from ``before`` (None: a new record)."""
-        if self.status == before:
-            return
-        at = {"queued": self.created_at if before is None else None, "running": self.started_at}.get(
-            self.status, self.finished_at)
-        self.history.append({"status": self.status, "at": at or utcnow()})
-
-    def to_dict(self) -> dict[str, Any]:
-        d = self.model_dump()
-        return {**{k: d[k] for k in PUBLIC_FIELDS}, **{k: d[k] for k in SHOWN_EXTRA}}
-
-    def duration(self) -> float | None:
-        return duration(self.started_at, self.finished_at)
+def validation_message(exc: msgspec.ValidationError) -> str:
+    """A msgspec validation error as one line naming the field, e.g. ``min_gpus: expected an
+    integer, got a string`` or ``unknown field 'colour'``."""
+    text = str(exc)
+    for prefix, shown in (("Object contains unknown field ", "unknown field"),
+                          ("Object missing required field ", "missing field")):
+        if text.startswith(prefix):
+            return f"{shown} {text[len(prefix):].strip('`')!r}"
+    message, _, where = text.partition(" - at `$")
+    field = where.rstrip("`").lstrip(".")
+    if message.startswith("Expected `"):
+        wanted, _, got = message[len("Expected "):].partition(", got ")
+        names = [_TYPE_NAMES.get(t.strip("` "), t.strip("` ")) for t in wanted.split(" | ")]
+        message = f"expected {' or '.join(names)}, got {_TYPE_NAMES.get(got.strip('`'), got.strip('`'))}"
+    return f"{field}: {message}" if field and field not in message else message

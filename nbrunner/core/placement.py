@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
-from .records import parse_time
+from .models import parse_time
 
 if TYPE_CHECKING:
     from .models import JobRecord

@@ -18,6 +18,7 @@ import redis
 from .errors import one_line
 from .indexes import index_status
 from .keys import ACTIVE, EVENTS, EVENTS_MAXLEN, JOBS, PREFIX, job_key
+from .lifecycle import Quarantine, Refused, Transition, submitted, transition
 from .models import JobRecord, parse_time, utcnow
 
 QUARANTINE = PREFIX + "quarantine:"
@@ -54,31 +55,26 @@ def _salvage(raw: str) -> dict[str, Any]:
     return out
 
 
-def replacement(job_id: str, raw: str, error: str) -> JobRecord:
+def replacement(job_id: str, raw: str, error: str, at: str) -> JobRecord:
+    """A readable, failed record for the unreadable ``raw``, with what can be salvaged of it."""
     fields = _salvage(raw)
-    rec = JobRecord(id=job_id, name=fields.get("name") or job_id, notebook=fields.get("notebook") or "")
-    for key in ("owner", "started_at", "sweep", "output"):
-        if key in fields:
-            setattr(rec, key, fields[key])
-    if "created_at" in fields:
-        try:
-            parse_time(fields["created_at"])
-            rec.created_at = fields["created_at"]
-        except ValueError:
-            pass
-    rec.status = "failed"
-    rec.error = error
-    rec.finished_at = utcnow()
-    rec.note_status(None)
-    rec.cancel_requested = True  # a worker still running it stops it
-    rec.released = True
-    return rec
+    created = fields.pop("created_at", None)
+    try:
+        if created is not None:
+            parse_time(created)
+    except ValueError:
+        created = None
+    rec = JobRecord(id=job_id, name=fields.get("name") or job_id, notebook=fields.get("notebook") or "",
+                    **{k: fields[k] for k in ("owner", "started_at", "sweep", "output") if k in fields},
+                    **({"created_at": created} if created else {}))
+    # not a transition of a record (there is none that can be read): a new one, already quarantined
+    return transition(submitted(rec), Quarantine(cause=error.removeprefix("quarantined: "), at=at)).record
 
 
 def quarantine_unreadable(store: Any, job_id: str, raw: str, exc: BaseException) -> JobRecord:
     """Replace the unreadable record ``raw`` of ``job_id`` in ``store`` (a ``JobStore``), unless it changed meanwhile."""
     error = f"quarantined: the job record could not be read ({_cause(exc)})"
-    rec = replacement(job_id, raw, error)
+    rec = replacement(job_id, raw, error, utcnow())
     key = job_key(job_id)
     try:
         with store.r.pipeline() as p:
@@ -89,10 +85,10 @@ def quarantine_unreadable(store: Any, job_id: str, raw: str, exc: BaseException)
             score = p.zscore(JOBS, job_id) or time.time()
             p.multi()
             p.set(quarantine_key(job_id), raw)
-            p.set(key, rec.model_dump_json())
+            p.set(key, rec.to_json())
             index_status(p, rec, score)
             p.sadd(ACTIVE, job_id)  # the scheduler frees whatever it held
-            p.xadd(EVENTS, {"type": "quarantined", "job": job_id, "status": rec.status},
+            p.xadd(EVENTS, {"type": "quarantined", "job": job_id, "status": rec.status.value},
                    maxlen=EVENTS_MAXLEN, approximate=True)
             p.execute()
         log.warning("job %s quarantined: %s", job_id, error)
@@ -101,33 +97,24 @@ def quarantine_unreadable(store: Any, job_id: str, raw: str, exc: BaseException)
     return rec
 
 
-def quarantine_job(store: Any, job_id: str, cause: str) -> JobRecord | None:
-    """End a readable job that cannot be scheduled: ``failed`` with ``quarantined: <cause>``."""
-    error = f"quarantined: {one_line(cause, 200)}"
-
-    def change(rec: JobRecord) -> bool:
-        if rec.finished:
-            return False
-        running = rec.status == "running"
-        rec.status, rec.error, rec.finished_at = "failed", error, utcnow()
-        rec.cancel_requested = True
-        rec.dispatched = False
-        if not running:
-            rec.released = True
-        return True
-
+def quarantine_job(store: Any, job_id: str, cause: str) -> Transition | None:
+    """End a readable job that cannot be scheduled: ``failed`` with ``quarantined: <cause>``.
+    Returns the transition (its actions are the caller's), None if the job had finished."""
+    cause = one_line(cause, 200)
     try:
-        rec = store.update(job_id, change, event="quarantined")
+        done = store.transition(job_id, Quarantine(cause=cause, at=utcnow()))
+    except Refused:
+        return None
     except redis.RedisError:
         raise
-    except Exception as exc:  # noqa: BLE001 - even the update failed: replace the record outright
+    except Exception as exc:  # noqa: BLE001 - even the transition failed: replace the record outright
         raw = store.r.get(job_key(job_id)) or "{}"
-        rec = replacement(job_id, raw, f"{error} ({_cause(exc)})")
+        rec = replacement(job_id, raw, f"quarantined: {cause} ({_cause(exc)})", utcnow())
         store.r.set(quarantine_key(job_id), raw)
         with store.r.pipeline() as p:
-            p.set(job_key(job_id), rec.model_dump_json())
+            p.set(job_key(job_id), rec.to_json())
             index_status(p, rec, store.r.zscore(JOBS, job_id) or time.time())
             p.execute()
-    if rec is not None:
-        log.warning("job %s quarantined: %s", job_id, error)
-    return rec
+        done = Transition(rec)
+    log.warning("job %s quarantined: %s", job_id, cause)
+    return done

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import InvalidRequest
 from .limits import check_request
-from .models import PRIORITY_DEFAULT, JobRequest, parse_time, utcnow, validation_message
+from .models import PRIORITY_DEFAULT, JobRequest, parse_time, utcnow
 
 Overlap = Literal["skip", "queue"]
 CRON_ALIASES = ("@hourly", "@daily", "@midnight", "@weekly", "@monthly")
@@ -34,6 +34,18 @@ PUBLIC_FIELDS = (
     "id", "name", "notebook", "parameters", "cron", "every", "timezone", "overlap", "paused", "next_run_at",
     "last_run_at", "created_at", "owner", "min_gpus", "max_gpus", "priority", "timeout",
 )
+
+
+def pydantic_message(exc: ValidationError) -> str:
+    """The first error of a pydantic ValidationError as one line naming the field."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        return f"unknown field {loc!r}"
+    if err["type"] == "missing":
+        return f"missing field {loc!r}"
+    return f"{loc}: {msg}" if loc and loc not in msg else msg
 
 
 def check_timezone(name: Any) -> ZoneInfo:
@@ -142,7 +154,7 @@ class ScheduleSpec(BaseModel):
         try:
             spec = cls.model_validate(data)
         except ValidationError as exc:
-            raise InvalidRequest(validation_message(exc)) from None
+            raise InvalidRequest(pydantic_message(exc)) from None
         job = JobRequest.parse(spec.job_request())  # parameters and job options, checked like a job's
         spec.parameters, spec.max_gpus, spec.name = job.parameters, job.max_gpus, job.name
         spec.timeout = job.timeout

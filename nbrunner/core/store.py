@@ -15,7 +15,7 @@ import binascii
 import json
 import math
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import redis
 
@@ -23,10 +23,8 @@ from .config import redact
 from .errors import InvalidRequest, NoCluster, NotFound
 from .indexes import finish_time, index_status
 from .keys import ACTIVE, EVENTS, EVENTS_MAXLEN, FINISHED_AT, INDEXED, JOBS, job_key, status_index
-from .records import STATUSES, RecordView
-
-if TYPE_CHECKING:  # imported where records are validated: views (view=True) need no pydantic
-    from .models import JobRecord
+from .lifecycle import JobEvent, Purge, Transition, submitted, transition
+from .models import STATUSES, JobRecord
 
 INDEX_VERSION = "1"
 PAGE_SCAN_MAX = 20000  # records one filtered page may read before it returns what it found
@@ -147,36 +145,31 @@ class JobStore:
         return cls(connect(url), url)
 
     # ---- records -------------------------------------------------------------
-    def create(self, record: JobRecord) -> bool:
-        """Store a new record; False if the id is taken."""
+    def create(self, record: JobRecord) -> JobRecord | None:
+        """Store a new job (made by :func:`~nbrunner.core.lifecycle.submitted` if it is not yet);
+        None if the id is taken."""
         if not record.history:
-            record.note_status(None)
+            record = submitted(record)
         score = time.time()
         ops = _Commands()
         ops.zadd(JOBS, {record.id: score})
         index_status(ops, record, score)
         ops.add("sadd", ACTIVE, record.id)
         ops.add("xadd", EVENTS, "MAXLEN", "~", EVENTS_MAXLEN, "*", "type", "submitted", "job", record.id)
-        return bool(self._create_script(keys=[job_key(record.id)], args=[record.model_dump_json(), *ops.args]))
+        created = self._create_script(keys=[job_key(record.id)], args=[record.to_json(), *ops.args])
+        return record if created else None
 
-    def get(self, job_id: str, view: bool = False) -> JobRecord:
-        """The record of ``job_id`` (``view=True``: a read-only :class:`RecordView` where it can be)."""
+    def get(self, job_id: str) -> JobRecord:
+        """The record of ``job_id``; NotFound if there is none."""
         raw = self.r.get(job_key(job_id))
         if raw is None:
             raise NotFound(f"no job {job_id!r}")
-        return self.load(job_id, raw, view)
+        return self.load(job_id, raw)
 
-    def load(self, job_id: str, raw: str, view: bool = False) -> JobRecord:
-        """Parse a stored record; one that cannot be read is quarantined (see :mod:`nbrunner.core.quarantine`).
-
-        ``view=True``: a :class:`RecordView` (no pydantic) if the record has the shape the store
-        writes, else the validated model as without it (both have the same read API)."""
-        if view and (light := RecordView.parse(raw)) is not None:
-            return light
-        from .models import JobRecord
-
+    def load(self, job_id: str, raw: str) -> JobRecord:
+        """Parse a stored record; one that cannot be read is quarantined (see :mod:`nbrunner.core.quarantine`)."""
         try:
-            return JobRecord.model_validate_json(raw)
+            return JobRecord.from_json(raw)
         except Exception as exc:  # noqa: BLE001 - a corrupt record must not break a listing or a pass
             from .quarantine import quarantine_unreadable
 
@@ -217,15 +210,13 @@ class JobStore:
         return self.r.zcard(JOBS if status is None else status_index(status))
 
     def page(self, status: str | None = None, limit: int | None = None, cursor: str | None = None,
-             where: Callable[[JobRecord], bool] | None = None,
-             view: bool = False) -> tuple[list[JobRecord], str | None]:
+             where: Callable[[JobRecord], bool] | None = None) -> tuple[list[JobRecord], str | None]:
         """Up to ``limit`` records (None: all), newest first, after ``cursor``; returns them and
         the cursor of the next page (None at the end).
 
         ``status`` reads that status's index; ``where`` filters further (owner, schedule...): a
         page that reads ``PAGE_SCAN_MAX`` records without filling up returns early, with a cursor.
-        Jobs created after the first page do not shift later pages (they come before the cursor).
-        ``view=True``: read-only views where they can be (see :meth:`load`)."""
+        Jobs created after the first page do not shift later pages (they come before the cursor)."""
         if status is not None and status not in STATUSES:
             raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -250,7 +241,7 @@ class JobStore:
                 scanned += 1
                 if raw is None:
                     continue
-                rec = self.load(job_id, raw, view)
+                rec = self.load(job_id, raw)
                 if (status is None or rec.status == status) and (where is None or where(rec)):
                     out.append((rec, pos))
                     if need is not None and len(out) == need:
@@ -292,48 +283,12 @@ class JobStore:
         self.r.set(INDEXED, INDEX_VERSION)
         return len(ids)
 
-    def remove(self, job_id: str, extra_keys: Iterable[str] = ()) -> bool:
-        """Delete a finished job's record, every index entry of it and ``extra_keys`` (keys of
-        other layers: its grant, its timeline); False (nothing changed) if the job is not
-        finished or already gone."""
-        from .models import JobRecord
+    def remove(self, job_id: str, extra_keys: Iterable[str] = ()) -> Transition:
+        """Delete a finished, released job's record, every index entry of it and ``extra_keys``
+        (keys of other layers: its grant, its timeline), as the :class:`~nbrunner.core.lifecycle.Purge`
+        transition allows (Refused otherwise, nothing changed); returns that transition (its
+        actions: the job directory).  An unreadable record is left to the quarantine."""
         from .quarantine import quarantine_key
-
-        key = job_key(job_id)
-        with self.r.pipeline() as p:
-            while True:
-                try:
-                    p.watch(key)
-                    raw = p.get(key)
-                    if raw is not None:
-                        try:
-                            if not JobRecord.model_validate_json(raw).finished:
-                                p.reset()
-                                return False
-                        except Exception:  # noqa: BLE001 - unreadable: left to quarantine, not removed
-                            p.reset()
-                            return False
-                    p.multi()
-                    p.delete(key, quarantine_key(job_id), *extra_keys)
-                    p.zrem(JOBS, job_id)
-                    for status in STATUSES:
-                        p.zrem(status_index(status), job_id)
-                    p.zrem(FINISHED_AT, job_id)
-                    p.srem(ACTIVE, job_id)
-                    if raw is not None:
-                        p.xadd(EVENTS, {"type": "deleted", "job": job_id}, maxlen=EVENTS_MAXLEN, approximate=True)
-                    p.execute()
-                    return raw is not None
-                except redis.WatchError:
-                    continue
-
-    def update(self, job_id: str, change: Callable[[JobRecord], bool | None], event: str | None = None) -> JobRecord | None:
-        """Apply ``change`` to the record atomically.
-
-        ``change`` mutates the record and returns False to abort (nothing written);
-        returns the written record, or None if aborted.
-        """
-        from .models import JobRecord
 
         key = job_key(job_id)
         with self.r.pipeline() as p:
@@ -344,44 +299,72 @@ class JobStore:
                     if raw is None:
                         p.reset()
                         raise NotFound(f"no job {job_id!r}")
+                    done = transition(self.load(job_id, raw), Purge())
+                    p.multi()
+                    p.delete(key, quarantine_key(job_id), *extra_keys)
+                    p.zrem(JOBS, job_id)
+                    for status in STATUSES:
+                        p.zrem(status_index(status), job_id)
+                    p.zrem(FINISHED_AT, job_id)
+                    p.srem(ACTIVE, job_id)
+                    p.xadd(EVENTS, {"type": done.event, "job": job_id}, maxlen=EVENTS_MAXLEN, approximate=True)
+                    p.execute()
+                    return done
+                except redis.WatchError:
+                    continue
+
+    def transition(self, job_id: str, event: JobEvent | Callable[[JobRecord], JobEvent | None],
+                   prepare: Callable[[Transition], None] | None = None) -> Transition | None:
+        """Apply ``event`` (or the event ``event(record)`` picks, None: nothing) to the job atomically
+        (optimistic WATCH/MULTI, retried on a concurrent change).
+
+        Returns the transition, whose after-actions the caller carries out; None if ``event``
+        picked nothing.  Raises :class:`~nbrunner.core.lifecycle.Refused` (nothing written) when the
+        event is not legal in the record's state, NotFound when there is no record.  ``prepare``
+        carries out the transition's before-actions (``output.html``) before the record is written,
+        once even if the write is retried."""
+        key = job_key(job_id)
+        prepared = False
+        with self.r.pipeline() as p:
+            while True:
+                try:
+                    p.watch(key)
+                    raw = p.get(key)
+                    if raw is None:
+                        p.reset()
+                        raise NotFound(f"no job {job_id!r}")
                     try:
-                        rec = JobRecord.model_validate_json(raw)
+                        rec = JobRecord.from_json(raw)
                     except Exception as exc:  # noqa: BLE001 - quarantined, then changed like any record
                         p.reset()
                         from .quarantine import quarantine_unreadable
 
                         quarantine_unreadable(self, job_id, raw, exc)
                         continue
-                    before = rec.status
-                    if change(rec) is False:
+                    picked = event(rec) if callable(event) else event
+                    if picked is None:
                         p.reset()
                         return None
-                    moved = rec.status != before
-                    rec.note_status(before)  # every status change of a job goes through here
+                    done = transition(rec, picked)
+                    if done.record == rec:
+                        p.reset()
+                        return done
+                    if prepare is not None and not prepared and any(a.before for a in done.actions):
+                        prepare(done)
+                        prepared = True
+                    moved = done.record.status != rec.status
                     score = (p.zscore(JOBS, job_id) or time.time()) if moved else 0.0
                     p.multi()
-                    p.set(key, rec.model_dump_json())
+                    p.set(key, done.record.to_json())
                     if moved:
-                        index_status(p, rec, score)
-                    if event:
-                        p.xadd(EVENTS, {"type": event, "job": job_id, "status": rec.status}, maxlen=EVENTS_MAXLEN, approximate=True)
+                        index_status(p, done.record, score)
+                    if done.event:
+                        p.xadd(EVENTS, {"type": done.event, "job": job_id, "status": done.record.status.value},
+                               maxlen=EVENTS_MAXLEN, approximate=True)
                     p.execute()
-                    return rec
+                    return done
                 except redis.WatchError:
                     continue
-
-    def update_progress(self, job_id: str, progress: float | None = None, metrics: dict[str, Any] | None = None) -> None:
-        def change(rec: JobRecord) -> bool:
-            if rec.finished:
-                return False
-            if progress is not None:
-                rec.progress = max(0.0, min(1.0, float(progress)))
-            if metrics:
-                rec.metrics.update(metrics)
-                _record_throughput(rec, metrics)
-            return True
-
-        self.update(job_id, change, event="progress")
 
     # ---- events ----------------------------------------------------------------
     def emit(self, kind: str, **data: Any) -> None:
@@ -402,11 +385,3 @@ class JobStore:
                 events.append(fields)
         return after, events
 
-
-def _record_throughput(rec: JobRecord, metrics: dict[str, Any]) -> None:
-    """Keep an elastic job's samples/s per learner count and last resize pause (goodput policy inputs)."""
-    sps, n, pause = metrics.get("samples_per_s"), metrics.get("learners"), metrics.get("resize_pause_s")
-    if isinstance(sps, (int, float)) and sps > 0 and isinstance(n, int) and not isinstance(n, bool) and n > 0:
-        rec.throughput[str(n)] = float(sps)
-    if isinstance(pause, (int, float)) and pause >= 0:
-        rec.pause_s = float(pause)

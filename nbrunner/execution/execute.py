@@ -15,10 +15,11 @@ import socket
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..control.actions import advance
 from ..control.runtime import ENV_JOB_DIR, ENV_JOB_ID
 from ..core.config import Settings
 from ..core.errors import one_line
-from ..core.html import write_output_html
+from ..core.lifecycle import KERNEL_KILLED, Fail, Finish, Refused, Start, Timeout, timeout_error
 from ..core.models import JobRecord, utcnow
 from ..core.notebooks import load_nbformat
 from ..core.store import JobStore
@@ -51,7 +52,7 @@ def describe_failure(exc: BaseException, timeout: float | None, earlier: tuple =
             return one_line(exc.evalue.strip().splitlines()[0])
         return one_line(f"{exc.ename}: {exc.evalue}" if exc.evalue else exc.ename)
     if isinstance(exc, (CellTimeoutError, JobTimeoutException, JobTimeout)):
-        return f"timeout: the job ran longer than its {timeout:g} s limit" if timeout else "timeout"
+        return timeout_error(timeout)
     if isinstance(exc, DeadKernelError):
         code = kernel_exit_code(earlier)
         if code is not None and code < 0:
@@ -90,9 +91,6 @@ def cell_error(output: Path, index: int) -> str | None:
 
 def strip_ansi(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
-
-
-KERNEL_KILLED = "kernel killed"  # from outside (OOM killer, an admin): the job is retried
 
 
 def kernel_exit_code(earlier: tuple = ()) -> int | None:
@@ -144,34 +142,25 @@ def mark_failure(output: Path, error: str) -> None:
 
 
 def _start(store: JobStore, job_id: str, attempt: int, worker: str, host: str) -> JobRecord | None:
-    def change(rec: JobRecord) -> bool:
-        if rec.status != "queued" or not rec.dispatched or rec.attempt != attempt or rec.cancel_requested:
-            return False  # a stale rq job: this attempt was re-dispatched, cancelled or taken back
-        rec.status = "running"
-        rec.started_at = utcnow()
-        rec.worker = worker
-        rec.host = host
-        rec.released = False
-        rec.queue_position = None
-        return True
-
-    return store.update(job_id, change, event="started")
+    """The record of the started attempt; None for a stale rq job (the attempt was re-dispatched,
+    cancelled or taken back)."""
+    try:
+        return advance(store, job_id, Start(attempt=attempt, worker=worker, host=host, at=utcnow())).record
+    except Refused:
+        return None
 
 
-def finish(store: JobStore, job_id: str, attempt: int, status: str, error: str | None) -> JobRecord | None:
-    """End the job as ``status`` if it is still running as ``attempt``."""
-
-    def change(rec: JobRecord) -> bool:
-        if rec.status != "running" or rec.attempt != attempt:
-            return False
-        rec.status = status
-        rec.error = error
-        rec.finished_at = utcnow()
-        if status == "completed":
-            rec.progress = 1.0
-        return True
-
-    return store.update(job_id, change, event=status)
+def finish(store: JobStore, settings: Settings, job_id: str, attempt: int, error: str | None,
+           timed_out: bool = False) -> JobRecord | None:
+    """End the attempt (``output.html`` first): completed, or failed with ``error`` (or by its time
+    limit); None if it no longer runs as ``attempt`` (a cancel or a re-queue came first)."""
+    at = utcnow()
+    event = (Timeout(attempt=attempt, at=at) if timed_out else Fail(attempt=attempt, error=error, at=at) if error
+             else Finish(attempt=attempt, at=at))
+    try:
+        return advance(store, job_id, event, settings).record
+    except Refused:
+        return None
 
 
 def job_environment(settings: Settings, rec: JobRecord) -> dict[str, str]:
@@ -317,7 +306,7 @@ def run_job(job_id: str, attempt: int) -> str:
 
     if rec.cwd:
         cwd = settings.workspace / rec.cwd
-    status, error = "completed", None
+    error, timed_out = None, False
     failed_kernels: list = []  # kernels that died before running a cell (held: ids could be reused)
     deadline = Deadline(rec.timeout)  # the timeout is the job's whole wall time
     with papermill_log(logs / "papermill.log"), open(logs / "driver.log", "a", buffering=1) as out, deadline:
@@ -325,18 +314,17 @@ def run_job(job_id: str, attempt: int) -> str:
             km = warm_kernel(rec, job_dir, cwd, env, spare, out)
             execute_notebook(rec, job_dir, cwd, out, failed_kernels, deadline, km)
         except BaseException as exc:  # noqa: BLE001 - every way a notebook can end is recorded
-            status, error = "failed", describe_failure(exc, rec.timeout, tuple(failed_kernels), output)
-            if deadline.expired.is_set():
-                error = describe_failure(JobTimeout(), rec.timeout)
+            error = describe_failure(exc, rec.timeout, tuple(failed_kernels), output)
+            timed_out = deadline.expired.is_set() or error == timeout_error(rec.timeout)
+            if timed_out:
+                error = timeout_error(rec.timeout)
             out.write(f"\n[nbrunner] job failed: {error}\n")
             if output.exists():
                 mark_failure(output, error)
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                write_output_html(job_dir)
-                finish(store, job_id, attempt, status, error)
+                finish(store, settings, job_id, attempt, error, timed_out)
                 raise
-    write_output_html(job_dir)  # before the final status: whoever sees it finds the HTML
-    final = finish(store, job_id, attempt, status, error)
+    final = finish(store, settings, job_id, attempt, error, timed_out)  # output.html before the final status
     if final is not None:
-        (job_dir / "job.json").write_text(final.model_dump_json(indent=1))
-    return status
+        (job_dir / "job.json").write_text(final.to_json(indent=1))
+    return "failed" if error else "completed"

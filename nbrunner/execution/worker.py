@@ -23,12 +23,13 @@ from typing import Any, Iterator
 import psutil
 from rq import Worker
 
-from ..control import grants
+from ..control.actions import advance
 from ..control.queues import DEFAULT_QUEUE, host_queue, rq_connection
 from ..control.registration import HEARTBEAT_INTERVAL, heartbeat, unregister
 from ..core.config import Settings
-from ..core.html import preload as preload_html, write_output_html
-from ..core.models import JobRecord
+from ..core.html import preload as preload_html
+from ..core.lifecycle import Refused, settle_event
+from ..core.models import utcnow
 from ..core.store import JobStore, connect
 from .warm_kernel import ENV_SPARE, SpareKernel
 
@@ -226,41 +227,18 @@ class NbrunnerWorker(Worker):
                 self.prepare_kernel()
 
     def _settle(self, job_id: str, attempt: int) -> None:
-        """After the horse is gone: record a death it could not record, and the release."""
-
-        from .execute import KERNEL_KILLED
-        from ..core.models import utcnow
-
-        def change(rec: JobRecord) -> bool:
-            if rec.attempt != attempt or rec.worker != self.name:
-                return False
-            if rec.status == "running":
-                rec.status = "failed"
-                rec.error = "worker process died: the job's process was killed"
-                rec.finished_at = utcnow()
-            if rec.status == "failed" and rec.error and rec.error.startswith(KERNEL_KILLED) and rec.lost < rec.retries:
-                rec.lost += 1  # killed from outside, like a lost worker: run it again
-                rec.status, rec.dispatched, rec.finished_at, rec.progress = "queued", False, None, None
-                rec.worker = None
-            rec.released = True
-            return True
-
+        """After the horse is gone: confirm that nothing of the attempt runs (a death the horse could
+        not record, a cancel it was stopped by, a killed kernel to run again)."""
         try:
-            now = self.store.find(job_id)
-            if now is not None and now.attempt == attempt and now.worker == self.name and now.status in (
-                    "running", "cancelled"):  # it ends here, or a cancel stopped it: render its last output
-                write_output_html(self.settings.job_dir(job_id))
-            rec = self.store.update(job_id, change, event="released")
-            if rec is not None and rec.status == "queued":
-                log.warning("job %s: kernel killed, re-queued", job_id)
-            if rec is not None:
-                held = grants.held_by(self.store.r, job_id)
-                if rec.status == "queued" and held:
-                    grants.release(self.store.r, job_id, held, reason="requeued")
-                    grants.write_grant(self.store.r, job_id, [])
-                    grants.sync_record(self.store, job_id)
+            done = advance(self.store, job_id, lambda rec: settle_event(rec, attempt, self.name, utcnow())
+                           if rec.attempt == attempt and rec.worker == self.name else None, self.settings)
+        except Refused:
+            return
         except Exception as exc:
             log.warning("could not settle job %s: %s", job_id, exc)
+            return
+        if done is not None and done.record.status == "queued":
+            log.warning("job %s: kernel killed, re-queued", job_id)
 
 
 def run_worker(settings: Settings, gpus: int | None = 0, host: str | None = None, slots: list[int] | None = None,

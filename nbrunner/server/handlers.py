@@ -185,7 +185,7 @@ class JobHandler(BaseHandler):
             return
         # in a thread: the cancel renders the job's output.html
         rec = await IOLoop.current().run_in_executor(None, submit.cancel, self.cluster.store, job_id,
-                                                     self.cluster.settings.job_dir(job_id))
+                                                     self.cluster.settings)
         self.reply(rec.to_dict())
 
 

@@ -30,24 +30,17 @@ def plant(store, job_id: str, raw: str) -> None:
     store.r.xadd(EVENTS, {"type": "submitted", "job": job_id})
 
 
-def deep(levels: int):
-    value: object = 1
-    for _ in range(levels):
-        value = [value]
-    return value
-
-
 def test_corrupt_and_unplaceable_records_are_quarantined_and_others_run(cluster, shared_workspace):
     store = cluster.store
-    good = JobRecord(id="zdeep001", name="deep", notebook="hello.ipynb", owner="mallory").model_dump()
-    good["parameters"] = {"X": deep(250)}  # past pydantic's depth limit: cannot be parsed back
+    good = json.loads(JobRecord(id="zdeep001", name="deep", notebook="hello.ipynb", owner="mallory").to_json())
+    good["status"], good["priority"] = "exploded", {"X": [[[1]]]}  # JSON, but not a record: cannot be read
     plant(store, "zdeep001", json.dumps(good))
     plant(store, "zjunk001", "{not json at all")
-    huge = JobRecord(id="zhuge001", name="huge", notebook="hello.ipynb").model_dump()
+    huge = json.loads(JobRecord(id="zhuge001", name="huge", notebook="hello.ipynb").to_json())
     huge["min_gpus"] = huge["max_gpus"] = 2**63  # every allocator pass would refuse it
     plant(store, "zhuge001", json.dumps(huge))
     endless = JobRecord(id="zlong001", name="long", notebook="hello.ipynb", timeout=1e30)
-    plant(store, "zlong001", endless.model_dump_json())
+    plant(store, "zlong001", endless.to_json())
     service_dir = cluster.settings.job_dir("zlong001")
     service_dir.mkdir(parents=True, exist_ok=True)
     (service_dir / "input.ipynb").write_bytes((shared_workspace / "hello.ipynb").read_bytes())

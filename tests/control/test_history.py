@@ -32,8 +32,11 @@ def iso(days_ago: float) -> str:
 
 def finished(store, status: str = "completed", days_ago: float = 0.0, owner: str = "someone") -> JobRecord:
     """A finished job record written through the store (nothing runs)."""
+    start, end = iso(days_ago + 0.01), iso(days_ago)
     rec = JobRecord(id=new_id(), name=f"old-{status}", notebook="hello.ipynb", status=status, owner=owner,
-                    created_at=iso(days_ago + 0.01), started_at=iso(days_ago + 0.01), finished_at=iso(days_ago))
+                    created_at=start, started_at=start, finished_at=end,
+                    history=[{"status": "queued", "at": start}, {"status": "running", "at": start},
+                             {"status": status, "at": end}])
     assert store.create(rec)
     return rec
 
@@ -135,7 +138,7 @@ def test_filtered_pages_stop_after_a_bounded_scan_and_go_on_from_there(cluster, 
 def test_records_of_an_older_version_are_indexed_once(cluster):
     store = cluster.store
     rec = JobRecord(id=new_id(), name="from-before", notebook="hello.ipynb", status="cancelled", finished_at=iso(0))
-    store.r.set(job_key(rec.id), rec.model_dump_json())  # as written before the status indexes
+    store.r.set(job_key(rec.id), rec.to_json())  # as written before the status indexes
     store.r.zadd(JOBS, {rec.id: time.time()})
     assert rec.id not in walk(store, 50, "cancelled")
     store.r.delete(INDEXED)

@@ -123,7 +123,7 @@ def test_create_refuses_a_taken_id_and_files_nothing(store):
     from nbrunner.core.models import JobRecord
 
     assert store.create(JobRecord(id="dup1", name="first", notebook="a.ipynb", owner="u"))
-    assert not store.create(JobRecord(id="dup1", name="second", notebook="b.ipynb", owner="u", status="running"))
+    assert not store.create(JobRecord(id="dup1", name="second", notebook="b.ipynb", owner="u"))
     assert store.get("dup1").name == "first" and store.count() == 1
     assert [r.id for r in store.page("queued")[0]] == ["dup1"] and store.page("running")[0] == []
     assert [f["type"] for _, f in store.r.xrange(EVENTS)] == ["submitted"]

@@ -5,29 +5,12 @@ from __future__ import annotations
 from nbrunner.core.allocate import allocate
 from nbrunner.core.models import JobRecord
 from nbrunner.core.placement import demand_of
-from nbrunner.core.store import _record_throughput
 
 
 def rec(**kw) -> JobRecord:
     base = {"id": "j1", "name": "n", "notebook": "nb.ipynb", "elastic": True, "min_gpus": 1, "max_gpus": 8,
             "status": "running", "created_at": "2026-01-01T00:00:00Z"}
     return JobRecord(**{**base, **kw})
-
-
-def test_progress_reports_build_the_throughput_record():
-    r = rec()
-    _record_throughput(r, {"loss": 1.0, "samples_per_s": 410.0, "learners": 1})
-    _record_throughput(r, {"samples_per_s": 790.0, "learners": 2})
-    _record_throughput(r, {"samples_per_s": 800.0, "learners": 2})  # the latest rate at a size wins
-    _record_throughput(r, {"learners": 4, "resize_pause_s": 0.8})  # a resize: no rate yet at 4
-    _record_throughput(r, {"samples_per_s": None, "learners": 4})
-    _record_throughput(r, {"samples_per_s": 5.0, "learners": True})  # not a learner count
-    assert r.throughput == {"1": 410.0, "2": 800.0}
-    assert r.pause_s == 0.8
-    # The record survives a JSON round trip (it is stored in Redis as JSON).
-    again = JobRecord.model_validate_json(r.model_dump_json())
-    assert again.throughput == {"1": 410.0, "2": 800.0} and again.pause_s == 0.8
-    assert "throughput" not in r.to_dict()  # internal, not part of the public record
 
 
 def test_demands_carry_the_goodput_inputs_and_allocate_uses_them():
