@@ -9,9 +9,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..core.models import PRIORITY_MAX, PRIORITY_MIN
+from ..core.models import PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, STATUSES
 
-STATUSES = ["queued", "running", "completed", "failed", "cancelled"]
 
 
 def _ref(name: str) -> dict:
@@ -47,8 +46,8 @@ JOB = {
     "description": "A job record (README: the job record).",
     "properties": {
         "id": {"type": "string"}, "name": {"type": "string"}, "notebook": {"type": "string"},
-        "parameters": OBJ, "status": {"type": "string", "enum": STATUSES},
-        "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX},
+        "parameters": OBJ, "status": {"type": "string", "enum": list(STATUSES)},
+        "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX, "default": PRIORITY_DEFAULT},
         "min_gpus": {"type": "integer"}, "max_gpus": {"type": "integer"}, "gpus": {"type": "integer"},
         "owner": {"type": "string"},
         "created_at": {"type": "string", "format": "date-time"},
@@ -60,8 +59,9 @@ JOB = {
         "schedule": {"type": "string", "nullable": True, "description": "the schedule this job is a run of"},
         "history": {"type": "array", "description": "one entry per status change, oldest first",
                     "items": {"type": "object", "properties": {
-                        "status": {"type": "string", "enum": STATUSES},
-                        "at": {"type": "string", "format": "date-time"}}}},
+                        "status": {"type": "string", "enum": list(STATUSES)},
+                        "at": {"type": "string", "format": "date-time"},
+                        "reason": {"type": "string", "description": "why the job went back to the queue"}}}},
     },
 }
 
@@ -71,7 +71,7 @@ JOB_REQUEST = {
         "notebook": {"type": "string", "description": "path relative to the server root"},
         "parameters": OBJ, "name": {"type": "string"},
         "min_gpus": {"type": "integer", "minimum": 0}, "max_gpus": {"type": "integer", "minimum": 0},
-        "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX},
+        "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX, "default": PRIORITY_DEFAULT},
         "timeout": {"type": "number", "exclusiveMinimum": 0}, "kernel": {"type": "string"},
     },
 }
@@ -101,7 +101,7 @@ MODEL_SERVER = {"type": "object", "properties": {
 PATHS: dict[str, dict[str, Any]] = {
     "/jobs": {
         "get": {"summary": "List the jobs visible to the caller, newest first",
-                "parameters": [_query("status", {"type": "string", "enum": STATUSES}, "only jobs in this status"),
+                "parameters": [_query("status", {"type": "string", "enum": list(STATUSES)}, "only jobs in this status"),
                                _query("schedule", {"type": "string"}, "only the runs of this schedule"),
                                _query("limit", {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000},
                                       "at most this many jobs"),
