@@ -1,4 +1,9 @@
-"""REST handlers (jupyter-server APIHandler): Jupyter auth on every route, JSON errors, no 500 for bad input."""
+"""The REST API's handlers: thin translations from HTTP to :class:`~nbrunner.control.api.ClusterAPI`
+and back, JSON errors, no 500 for bad input.
+
+The route classes are mixins, served by two hosts that say who the caller is: the Jupyter
+server extension (:class:`JupyterRoute`, Jupyter's authentication) and ``nbrunner service``
+(:mod:`.hub_service`, JupyterHub's); :func:`routes` makes the concrete handlers for a host."""
 from __future__ import annotations
 
 import functools
@@ -32,10 +37,14 @@ def _os_user() -> str:
     return getpass.getuser()
 
 
-class BaseHandler(APIHandler):
-    """Errors as ``{"message": ...}``; nbrunner errors map to their status (400/404/409/503).
-    The cluster's operations (:class:`~nbrunner.control.api.ClusterAPI`) come from the server's
-    settings, put there once by the extension."""
+class BaseHandler:
+    """What every route shares (a mixin of a tornado handler of the host): errors as
+    ``{"message": ...}`` with nbrunner errors mapped to their status (400/404/409/503), the JSON
+    body and reply.  The cluster's operations (:class:`~nbrunner.control.api.ClusterAPI`) come from
+    the application's settings (``nbrunner_api``), put there once by the host; the host's
+    ``caller`` says who asks."""
+
+    caller: Caller
 
     @property
     def api(self) -> ClusterAPI:
@@ -70,17 +79,6 @@ class BaseHandler(APIHandler):
             root = self.settings["nbrunner_root_resolved"] = Path(self.settings["nbrunner_root"]).resolve()
         return root
 
-    @property
-    def caller(self) -> Caller:
-        """Who asks: in multi-user mode the Jupyter identity (admins: ``admin_users``), else the
-        server's OS user, who sees every job (a token-only server gives every browser a random
-        identity)."""
-        if not self.settings.get("nbrunner_multi_user"):
-            return local_caller(_os_user())
-        user = self.current_user
-        name = getattr(user, "username", None) or getattr(user, "name", None) or str(user or "anonymous")
-        return Caller(name=name, admin=name in self.settings.get("nbrunner_admins", ()))
-
     def body(self) -> dict[str, Any]:
         raw = self.request.body or b""
         if len(raw) > MAX_BODY:
@@ -106,6 +104,26 @@ class BaseHandler(APIHandler):
     async def in_thread(self, fn, *args: Any) -> Any:
         """Run ``fn(*args)`` in a thread: writes, fsyncs and file work must not stall other requests."""
         return await IOLoop.current().run_in_executor(None, fn, *args)
+
+
+class JupyterRoute(APIHandler):
+    """The Jupyter server extension's host: Jupyter authenticates every request."""
+
+    @property
+    def api_url(self) -> str:
+        """Where the API is served: ``<base_url>nbrunner/api``."""
+        return self.base_url.rstrip("/") + "/nbrunner/api"
+
+    @property
+    def caller(self) -> Caller:
+        """Who asks: in multi-user mode the Jupyter identity (admins: ``admin_users``), else the
+        server's OS user, who sees every job (a token-only server gives every browser a random
+        identity)."""
+        if not self.settings.get("nbrunner_multi_user"):
+            return local_caller(_os_user())
+        user = self.current_user
+        name = getattr(user, "username", None) or getattr(user, "name", None) or str(user or "anonymous")
+        return Caller(name=name, admin=name in self.settings.get("nbrunner_admins", ()))
 
 
 class JobsHandler(BaseHandler):
@@ -247,7 +265,7 @@ class OpenAPIHandler(BaseHandler):
     def get(self) -> None:
         from .openapi import document
 
-        self.reply(document(self.base_url))
+        self.reply(document(self.api_url))
 
 
 class ClusterHandler(BaseHandler):
@@ -439,8 +457,10 @@ class ModelServerHandler(BaseHandler):
         self.finish()
 
 
-def routes() -> list[tuple[str, type]]:
-    return [
+def routes(host: type = JupyterRoute, api: str = API) -> list[tuple[str, type]]:
+    """The handlers of every route under ``api``, each route's mixin served by the tornado handler
+    class ``host`` (the Jupyter extension's by default)."""
+    return [(pattern.replace(API, api, 1), type(route.__name__, (route, host), {})) for pattern, route in [
         (rf"{API}/jobs/?", JobsHandler),
         (rf"{API}/jobs/{ID}/?", JobHandler),
         (rf"{API}/jobs/{ID}/log/?", LogHandler),
@@ -459,4 +479,4 @@ def routes() -> list[tuple[str, type]]:
         (rf"{API}/models/serving/?", ModelServingHandler),
         (rf"{API}/models/serving/(?P<name>[^/]+)/?", ModelServerHandler),
         (rf"{API}/openapi.json", OpenAPIHandler),
-    ]
+    ]]

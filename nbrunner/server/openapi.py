@@ -270,8 +270,8 @@ DOCUMENT: dict[str, Any] = {
 }
 
 
-def document(base_url: str = "/") -> dict[str, Any]:
-    """The OpenAPI document, its server URL under the Jupyter server's ``base_url``."""
+def document(api_url: str = "/nbrunner/api") -> dict[str, Any]:
+    """The OpenAPI document of the API served at ``api_url``."""
     doc = copy.deepcopy(DOCUMENT)
-    doc["servers"] = [{"url": base_url.rstrip("/") + "/nbrunner/api"}]
+    doc["servers"] = [{"url": api_url.rstrip("/")}]
     return doc
