@@ -2,7 +2,7 @@
 import * as React from 'react';
 
 import { parseTime } from '../format';
-import { IModel, IModelServer } from '../models-api';
+import { IModel, IModelServer } from '../types';
 
 export interface IModelRowProps {
   model: IModel;

@@ -6,18 +6,17 @@
 import { Notification } from '@jupyterlab/apputils';
 import * as React from 'react';
 
-import { errorMessage } from '../api';
-import { MODELS_POLL_MS } from '../constants';
-import { modelsIcon } from '../icons';
 import {
-  IModel,
-  IModelServer,
+  errorMessage,
   listModels,
   listModelServers,
   startModelServer,
   stopModelServer
-} from '../models-api';
+} from '../api';
+import { MODELS_POLL_MS } from '../constants';
+import { modelsIcon } from '../icons';
 import { PollingWidget } from '../polling-widget';
+import { IModel, IModelServer } from '../types';
 import { ModelRow } from './ModelRow';
 
 /** Models by name, newest version first within a name. */
