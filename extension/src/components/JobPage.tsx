@@ -24,6 +24,7 @@ import {
   ITimelinePoint,
   JSONValue
 } from '../types';
+import { ActionButton } from './ActionButton';
 import { LineChart } from './LineChart';
 import { StatusBadge } from './StatusBadge';
 
@@ -273,62 +274,54 @@ export class JobPage extends PollingWidget {
       );
     return (
       <div className="nbrunner-JobPage-actions" role="toolbar" aria-label="Job actions">
-        <button
-          type="button"
-          className="nbrunner-Button"
-          data-testid="nbrunner-jobpage-open-output"
+        <ActionButton
+          testid="nbrunner-jobpage-open-output"
           disabled={!hasOutput || this._gone}
           title={hasOutput ? 'Open the executed notebook, read-only' : 'No output yet'}
           onClick={() => this._actions.openOutput(job)}
         >
           Open output
-        </button>
-        <button
-          type="button"
-          className="nbrunner-Button"
-          data-testid="nbrunner-jobpage-log"
+        </ActionButton>
+        <ActionButton
+          testid="nbrunner-jobpage-log"
           onClick={() => this._actions.openLog(job)}
         >
           Log
-        </button>
+        </ActionButton>
         <span className="nbrunner-JobPage-downloads" aria-label="Download">
           <span className="nbrunner-JobPage-label">Download</span>
           {download('ipynb', 'executed notebook')}
           {download('html', 'executed notebook as HTML')}
           {download('zip', 'job directory as a zip')}
         </span>
-        <button
-          type="button"
-          className="nbrunner-Button"
-          data-testid="nbrunner-jobpage-rerun"
+        <ActionButton
+          testid="nbrunner-jobpage-rerun"
           disabled={busy}
           title="Run again from the same notebook snapshot, with the same or edited parameters"
           onClick={() => this._actions.rerun(job)}
         >
           Re-run…
-        </button>
+        </ActionButton>
         {CANCELLABLE_STATUSES.includes(job.status) && (
-          <button
-            type="button"
-            className="nbrunner-Button nbrunner-Button-warn"
-            data-testid="nbrunner-jobpage-cancel"
+          <ActionButton
+            testid="nbrunner-jobpage-cancel"
+            tone="warn"
             disabled={busy}
             onClick={() => void this._run('cancel', () => this._actions.cancel(job))}
           >
             Cancel
-          </button>
+          </ActionButton>
         )}
         {ended && (
-          <button
-            type="button"
-            className="nbrunner-Button nbrunner-Button-warn"
-            data-testid="nbrunner-jobpage-delete"
+          <ActionButton
+            testid="nbrunner-jobpage-delete"
+            tone="warn"
             disabled={busy}
             title="Delete the job's record and directory"
             onClick={() => void this._run('delete', () => this._actions.remove(job))}
           >
             Delete…
-          </button>
+          </ActionButton>
         )}
       </div>
     );

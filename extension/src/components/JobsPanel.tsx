@@ -20,9 +20,11 @@ import { parseTime } from '../format';
 import { jobsIcon } from '../icons';
 import { PollingWidget } from '../polling-widget';
 import { ICluster, IJob } from '../types';
+import { ActionButton } from './ActionButton';
 import { ClusterSummary } from './ClusterSummary';
 import { confirmCancel } from './confirmCancel';
 import { IRowHandlers, JobRow } from './JobRow';
+import { PanelHeader } from './PanelHeader';
 import { ISweepState, SweepGroup } from './SweepGroup';
 
 export namespace JobsPanel {
@@ -248,67 +250,58 @@ export class JobsPanel extends PollingWidget {
     const entries = groupJobs(jobs ?? []);
     return (
       <div className="nbrunner-JobsPanel-content">
-        <div className="nbrunner-JobsPanel-header">
-          <h2 className="nbrunner-JobsPanel-title">nbrunner jobs</h2>
-          <div className="nbrunner-JobsPanel-tools">
-            <label
-              className="nbrunner-JobsPanel-filterLabel"
-              htmlFor="nbrunner-jobs-filter"
+        <PanelHeader title="nbrunner jobs">
+          <label
+            className="nbrunner-JobsPanel-filterLabel"
+            htmlFor="nbrunner-jobs-filter"
+          >
+            Show
+          </label>
+          <select
+            id="nbrunner-jobs-filter"
+            className="nbrunner-Select"
+            data-testid="nbrunner-jobs-filter"
+            value={this._filter}
+            onChange={e => {
+              this._filter = e.target.value;
+              this.update();
+              void this.refresh();
+            }}
+          >
+            <option value="">all</option>
+            {STATUSES.map(s => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+          <ActionButton
+            testid="nbrunner-refresh"
+            label="Refresh jobs"
+            title="Refresh jobs"
+            onClick={() => void this.refresh()}
+          >
+            Refresh
+          </ActionButton>
+          <ActionButton
+            testid="nbrunner-open-cluster"
+            label="Open the cluster view"
+            title="Open the cluster view: slots per host and GPU timeline"
+            onClick={() => this._options.openCluster()}
+          >
+            Cluster
+          </ActionButton>
+          {this._options.openSchedules && (
+            <ActionButton
+              testid="nbrunner-open-schedules"
+              label="Open the schedules view"
+              title="Schedules: notebooks that run on a clock"
+              onClick={() => this._options.openSchedules?.()}
             >
-              Show
-            </label>
-            <select
-              id="nbrunner-jobs-filter"
-              className="nbrunner-Select"
-              data-testid="nbrunner-jobs-filter"
-              value={this._filter}
-              onChange={e => {
-                this._filter = e.target.value;
-                this.update();
-                void this.refresh();
-              }}
-            >
-              <option value="">all</option>
-              {STATUSES.map(s => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-            <button
-              type="button"
-              className="nbrunner-Button"
-              data-testid="nbrunner-refresh"
-              aria-label="Refresh jobs"
-              title="Refresh jobs"
-              onClick={() => void this.refresh()}
-            >
-              Refresh
-            </button>
-            <button
-              type="button"
-              className="nbrunner-Button"
-              data-testid="nbrunner-open-cluster"
-              aria-label="Open the cluster view"
-              title="Open the cluster view: slots per host and GPU timeline"
-              onClick={() => this._options.openCluster()}
-            >
-              Cluster
-            </button>
-            {this._options.openSchedules && (
-              <button
-                type="button"
-                className="nbrunner-Button"
-                data-testid="nbrunner-open-schedules"
-                aria-label="Open the schedules view"
-                title="Schedules: notebooks that run on a clock"
-                onClick={() => this._options.openSchedules?.()}
-              >
-                Schedules
-              </button>
-            )}
-          </div>
-        </div>
+              Schedules
+            </ActionButton>
+          )}
+        </PanelHeader>
 
         {this._cluster && <ClusterSummary cluster={this._cluster} />}
 
@@ -327,14 +320,9 @@ export class JobsPanel extends PollingWidget {
                 : 'Could not refresh the job list. '}
               {this._error}
             </p>
-            <button
-              type="button"
-              className="nbrunner-Button"
-              data-testid="nbrunner-retry"
-              onClick={() => void this.refresh()}
-            >
+            <ActionButton testid="nbrunner-retry" onClick={() => void this.refresh()}>
               Retry
-            </button>
+            </ActionButton>
           </div>
         )}
 

@@ -17,7 +17,9 @@ import { MODELS_POLL_MS } from '../constants';
 import { modelsIcon } from '../icons';
 import { PollingWidget } from '../polling-widget';
 import { IModel, IModelServer } from '../types';
+import { ActionButton } from './ActionButton';
 import { ModelRow } from './ModelRow';
+import { PanelHeader } from './PanelHeader';
 
 /** Models by name, newest version first within a name. */
 export function sortModels(models: IModel[]): IModel[] {
@@ -113,21 +115,16 @@ export class ModelsPanel extends PollingWidget {
     const models = this._models;
     return (
       <div className="nbrunner-JobsPanel-content">
-        <div className="nbrunner-JobsPanel-header">
-          <h2 className="nbrunner-JobsPanel-title">nbrunner models</h2>
-          <div className="nbrunner-JobsPanel-tools">
-            <button
-              type="button"
-              className="nbrunner-Button"
-              data-testid="nbrunner-models-refresh"
-              aria-label="Refresh models"
-              title="Refresh models"
-              onClick={() => void this.refresh()}
-            >
-              Refresh
-            </button>
-          </div>
-        </div>
+        <PanelHeader title="nbrunner models">
+          <ActionButton
+            testid="nbrunner-models-refresh"
+            label="Refresh models"
+            title="Refresh models"
+            onClick={() => void this.refresh()}
+          >
+            Refresh
+          </ActionButton>
+        </PanelHeader>
         {this._error && (
           <div
             className="nbrunner-Banner nbrunner-Banner-warn"

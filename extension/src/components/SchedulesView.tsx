@@ -19,12 +19,14 @@ import {
 } from '../api';
 import { JOBS_POLL_MS } from '../constants';
 import { parseTime } from '../format';
+import { PollingWidget } from '../polling-widget';
 import { IJob, ISchedule } from '../types';
+import { ActionButton } from './ActionButton';
 import { confirmCancel } from './confirmCancel';
 import { confirmDeleteSchedule } from './confirmDeleteSchedule';
 import { IRowHandlers, JobRow } from './JobRow';
+import { PanelHeader } from './PanelHeader';
 import { IScheduleHandlers, ScheduleRow } from './ScheduleRow';
-import { PollingWidget } from '../polling-widget';
 
 /** A clock face: schedules. */
 const SCHEDULE_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
@@ -199,20 +201,15 @@ export class SchedulesView extends PollingWidget {
     const handlers = this._scheduleHandlers();
     return (
       <div className="nbrunner-SchedulesView-content">
-        <div className="nbrunner-JobsPanel-header">
-          <h2 className="nbrunner-JobsPanel-title">nbrunner schedules</h2>
-          <div className="nbrunner-JobsPanel-tools">
-            <button
-              type="button"
-              className="nbrunner-Button"
-              data-testid="nbrunner-schedules-refresh"
-              aria-label="Refresh schedules"
-              onClick={() => void this.refresh()}
-            >
-              Refresh
-            </button>
-          </div>
-        </div>
+        <PanelHeader title="nbrunner schedules">
+          <ActionButton
+            testid="nbrunner-schedules-refresh"
+            label="Refresh schedules"
+            onClick={() => void this.refresh()}
+          >
+            Refresh
+          </ActionButton>
+        </PanelHeader>
         {this._error && (
           <div className="nbrunner-Banner nbrunner-Banner-error" role="alert">
             {this._error}
