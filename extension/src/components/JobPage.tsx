@@ -15,6 +15,7 @@ import {
 } from '../api';
 import { CANCELLABLE_STATUSES, JOBS_POLL_MS } from '../constants';
 import { formatDuration, jobElapsed, parseTime, PALETTE } from '../format';
+import { gpuSeries, metricSeries } from '../job-charts';
 import { PollingWidget } from '../polling-widget';
 import {
   DownloadFormat,
@@ -46,40 +47,6 @@ export namespace JobPage {
     actions: IActions;
     interval?: number;
   }
-}
-
-/** Keys of a metrics row that are not metrics (the x axis, bookkeeping). */
-const NOT_METRICS = ['time', 'progress', 'step', 'steps', 'epoch', 'iteration'];
-const X_KEYS = ['step', 'epoch', 'iteration'];
-
-export interface IMetricSeries {
-  name: string;
-  x: string;
-  points: Array<[number, number]>;
-}
-
-/** One series per numeric metric: against its row's step/epoch if any, else its count. */
-export function metricSeries(rows: IMetricsRow[]): IMetricSeries[] {
-  const series = new Map<string, IMetricSeries>();
-  for (const row of rows) {
-    if (!row || typeof row !== 'object') {
-      continue;
-    }
-    const xKey = X_KEYS.find(k => typeof row[k] === 'number');
-    for (const [name, value] of Object.entries(row)) {
-      if (NOT_METRICS.includes(name) || typeof value !== 'number') {
-        continue;
-      }
-      let s = series.get(name);
-      if (!s) {
-        s = { name, x: xKey ?? 'record', points: [] };
-        series.set(name, s);
-      }
-      const x = xKey ? (row[xKey] as number) : s.points.length + 1;
-      s.points.push([x, value]);
-    }
-  }
-  return Array.from(series.values());
 }
 
 function formatTime(value: string | null | undefined): string {
@@ -425,19 +392,7 @@ export class JobPage extends PollingWidget {
 
   private _renderCharts(job: IJob): React.ReactElement {
     const series = metricSeries(this._metrics);
-    const t0 = parseTime(this._gpus[0]?.t);
-    const gpuPoints: Array<[number, number]> = [];
-    for (const p of this._gpus) {
-      const t = parseTime(p.t);
-      if (t !== null && t0 !== null) {
-        gpuPoints.push([(t - t0) / 1000, p.gpus]);
-      }
-    }
-    const running = !isFinished(job.status);
-    const xEnd =
-      running && t0 !== null && gpuPoints.length
-        ? Math.max((Date.now() - t0) / 1000, gpuPoints[gpuPoints.length - 1][0])
-        : undefined;
+    const { points: gpuPoints, xEnd } = gpuSeries(this._gpus, !isFinished(job.status), Date.now());
     return (
       <section className="nbrunner-JobPage-section" data-testid="nbrunner-jobpage-charts">
         <h3>Over time</h3>

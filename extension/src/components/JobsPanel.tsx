@@ -16,8 +16,8 @@ import {
   setPriority
 } from '../api';
 import { JOBS_POLL_MS, STATUSES } from '../constants';
-import { parseTime } from '../format';
 import { jobsIcon } from '../icons';
+import { groupJobs } from '../ordering';
 import { PollingWidget } from '../polling-widget';
 import { ICluster, IJob } from '../types';
 import { ActionButton } from './ActionButton';
@@ -47,37 +47,6 @@ export namespace JobsPanel {
     /** Poll interval in ms while visible. */
     interval?: number;
   }
-}
-
-type Entry =
-  | { kind: 'job'; job: IJob }
-  | { kind: 'sweep'; id: string; jobs: IJob[] };
-
-/** Jobs newest first, the trials of a sweep grouped where its newest trial is. */
-export function groupJobs(jobs: IJob[]): Entry[] {
-  const sorted = jobs
-    .slice()
-    .sort(
-      (a, b) =>
-        (parseTime(b.created_at) ?? 0) - (parseTime(a.created_at) ?? 0) ||
-        (a.id < b.id ? 1 : -1)
-    );
-  const entries: Entry[] = [];
-  const groups = new Map<string, IJob[]>();
-  for (const job of sorted) {
-    if (job.sweep) {
-      let group = groups.get(job.sweep);
-      if (!group) {
-        group = [];
-        groups.set(job.sweep, group);
-        entries.push({ kind: 'sweep', id: job.sweep, jobs: group });
-      }
-      group.push(job);
-    } else {
-      entries.push({ kind: 'job', job });
-    }
-  }
-  return entries;
 }
 
 export class JobsPanel extends PollingWidget {

@@ -15,20 +15,12 @@ import {
 } from '../api';
 import { MODELS_POLL_MS } from '../constants';
 import { modelsIcon } from '../icons';
+import { sortModels } from '../ordering';
 import { PollingWidget } from '../polling-widget';
 import { IModel, IModelServer } from '../types';
 import { ActionButton } from './ActionButton';
 import { ModelRow } from './ModelRow';
 import { PanelHeader } from './PanelHeader';
-
-/** Models by name, newest version first within a name. */
-export function sortModels(models: IModel[]): IModel[] {
-  return models
-    .slice()
-    .sort((a, b) =>
-      a.name === b.name ? b.version - a.version : a.name < b.name ? -1 : 1
-    );
-}
 
 export class ModelsPanel extends PollingWidget {
   constructor(options: { interval?: number } = {}) {

@@ -1,7 +1,7 @@
 /** One schedule in the Schedules view: name, notebook, timing, next/last run, controls. */
 import * as React from 'react';
 
-import { parseTime } from '../format';
+import { parseTime, relativeTime } from '../format';
 import { describeTiming } from '../schedule';
 import { ISchedule } from '../types';
 import { ActionButton } from './ActionButton';
@@ -16,23 +16,13 @@ export function RelativeTime(props: {
   if (ms === null) {
     return <span data-testid={props.testid}>–</span>;
   }
-  const delta = Math.round((ms - props.now) / 1000);
-  const span = Math.abs(delta);
-  const text =
-    span < 60
-      ? `${span}s`
-      : span < 3600
-        ? `${Math.round(span / 60)} min`
-        : span < 86400 * 2
-          ? `${Math.round(span / 3600)} h`
-          : `${Math.round(span / 86400)} d`;
   return (
     <time
       dateTime={props.at ?? undefined}
       title={new Date(ms).toLocaleString()}
       data-testid={props.testid}
     >
-      {delta >= 0 ? `in ${text}` : `${text} ago`}
+      {relativeTime(ms, props.now)}
     </time>
   );
 }

@@ -18,7 +18,7 @@ import {
   updateSchedule
 } from '../api';
 import { JOBS_POLL_MS } from '../constants';
-import { parseTime } from '../format';
+import { newestFirst } from '../ordering';
 import { PollingWidget } from '../polling-widget';
 import { IJob, ISchedule } from '../types';
 import { ActionButton } from './ActionButton';
@@ -90,15 +90,7 @@ export class SchedulesView extends PollingWidget {
     }
     if (selected === this._selected) {
       if (runs.status === 'fulfilled') {
-        this._runs = runs.value
-          ? runs.value.jobs
-              .slice()
-              .sort(
-                (a, b) =>
-                  (parseTime(b.created_at) ?? 0) - (parseTime(a.created_at) ?? 0) ||
-                  (a.id < b.id ? 1 : -1)
-              )
-          : null;
+        this._runs = runs.value ? newestFirst(runs.value.jobs) : null;
         this._runsError = null;
       } else {
         this._runsError = errorMessage(runs.reason);
