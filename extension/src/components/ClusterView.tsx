@@ -12,6 +12,7 @@ import { clusterIcon } from '../icons';
 import { PollingWidget } from '../polling-widget';
 import { chartWidth, RANGES } from '../timeline';
 import { ICluster, IJob, ITimelineJob } from '../types';
+import { Banner } from './Banner';
 import { HostSlots } from './HostSlots';
 import { TimelineChart } from './TimelineChart';
 
@@ -100,13 +101,9 @@ export class ClusterView extends PollingWidget {
         <h2 className="nbrunner-ClusterView-title">nbrunner cluster</h2>
         {!this._loaded && <p className="nbrunner-Empty">Loading…</p>}
         {this._clusterError && (
-          <div
-            className="nbrunner-Banner nbrunner-Banner-error"
-            data-testid="nbrunner-cluster-error"
-            role="alert"
-          >
+          <Banner tone="error" testid="nbrunner-cluster-error">
             <p>Cannot read the cluster: {this._clusterError}</p>
-          </div>
+          </Banner>
         )}
         {cluster && (
           <div
@@ -190,13 +187,9 @@ export class ClusterView extends PollingWidget {
           </select>
         </div>
         {this._timelineError && (
-          <div
-            className="nbrunner-Banner nbrunner-Banner-warn"
-            data-testid="nbrunner-timeline-error"
-            role="alert"
-          >
+          <Banner tone="warn" testid="nbrunner-timeline-error">
             <p>Cannot read the GPU timeline: {this._timelineError}</p>
-          </div>
+          </Banner>
         )}
         <TimelineChart
           jobs={this._timeline}

@@ -21,6 +21,7 @@ import { groupJobs } from '../ordering';
 import { PollingWidget } from '../polling-widget';
 import { ICluster, IJob } from '../types';
 import { ActionButton } from './ActionButton';
+import { Banner } from './Banner';
 import { ClusterSummary } from './ClusterSummary';
 import { confirmCancel } from './confirmCancel';
 import { IRowHandlers, JobRow } from './JobRow';
@@ -275,14 +276,7 @@ export class JobsPanel extends PollingWidget {
         {this._cluster && <ClusterSummary cluster={this._cluster} />}
 
         {this._error && (
-          <div
-            className={
-              'nbrunner-Banner ' +
-              (this._unavailable ? 'nbrunner-Banner-error' : 'nbrunner-Banner-warn')
-            }
-            data-testid="nbrunner-jobs-error"
-            role="alert"
-          >
+          <Banner tone={this._unavailable ? 'error' : 'warn'} testid="nbrunner-jobs-error">
             <p>
               {this._unavailable || jobs === null
                 ? 'Cannot list jobs. '
@@ -292,7 +286,7 @@ export class JobsPanel extends PollingWidget {
             <ActionButton testid="nbrunner-retry" onClick={() => void this.refresh()}>
               Retry
             </ActionButton>
-          </div>
+          </Banner>
         )}
 
         {jobs === null && !this._error && (

@@ -19,6 +19,7 @@ import { sortModels } from '../ordering';
 import { PollingWidget } from '../polling-widget';
 import { IModel, IModelServer } from '../types';
 import { ActionButton } from './ActionButton';
+import { Banner } from './Banner';
 import { ModelRow } from './ModelRow';
 import { PanelHeader } from './PanelHeader';
 
@@ -118,13 +119,9 @@ export class ModelsPanel extends PollingWidget {
           </ActionButton>
         </PanelHeader>
         {this._error && (
-          <div
-            className="nbrunner-Banner nbrunner-Banner-warn"
-            data-testid="nbrunner-models-error"
-            role="alert"
-          >
+          <Banner tone="warn" testid="nbrunner-models-error">
             <p>Cannot list models. {this._error}</p>
-          </div>
+          </Banner>
         )}
         {models === null && !this._error && (
           <p className="nbrunner-Empty">Loading models…</p>

@@ -22,6 +22,7 @@ import { newestFirst } from '../ordering';
 import { PollingWidget } from '../polling-widget';
 import { IJob, ISchedule } from '../types';
 import { ActionButton } from './ActionButton';
+import { Banner } from './Banner';
 import { confirmCancel } from './confirmCancel';
 import { confirmDeleteSchedule } from './confirmDeleteSchedule';
 import { IRowHandlers, JobRow } from './JobRow';
@@ -203,9 +204,7 @@ export class SchedulesView extends PollingWidget {
           </ActionButton>
         </PanelHeader>
         {this._error && (
-          <div className="nbrunner-Banner nbrunner-Banner-error" role="alert">
-            {this._error}
-          </div>
+          <Banner tone="error">{this._error}</Banner>
         )}
         {schedules === null ? (
           <p className="nbrunner-Empty">Loading schedules…</p>
@@ -258,9 +257,7 @@ export class SchedulesView extends PollingWidget {
               </span>
             </h3>
             {this._runsError && (
-              <div className="nbrunner-Banner nbrunner-Banner-warn" role="alert">
-                {this._runsError}
-              </div>
+              <Banner tone="warn">{this._runsError}</Banner>
             )}
             {this._runs && this._runs.length === 0 && (
               <p className="nbrunner-Empty" data-testid="nbrunner-schedule-runs-empty">
