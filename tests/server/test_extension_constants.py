@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nbrunner.core.records import FINISHED, PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, STATUSES
+from nbrunner.core.models import FINISHED, PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, STATUSES
 from nbrunner.serving.registry import NAME_RE
 
 CONSTANTS = Path(__file__).resolve().parents[2] / "extension" / "src" / "constants.ts"
