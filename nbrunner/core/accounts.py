@@ -232,7 +232,8 @@ class _Reader:
             self.fail(d, "name", label, f"{DEFAULT!r} is the account of users in no account; use the default key")
         if name in self.names:
             self.fail(d, "name", label, f"duplicate account name {name!r}{self.names[name]}")
-        self.names[name] = self.where(d, "name")
+        line = _line(d, "name")
+        self.names[name] = f" (first at line {line})" if line else ""
         return name
 
     def weight(self, d: dict, label: str) -> int | float:
