@@ -250,10 +250,11 @@ def _divide(total: int, policy: str, d: Demands, acc: _Accounts, users: _Users) 
             x = split_admitted(policy, s_user[who[starts]], users.jorder[pos], d, starts)
             alloc[users.jorder[pos]] = x
             np.add.at(used, who, x)
-        under = used < s_user
-        if not under.any():
+        # Goodput left some of a share unused: lend it (rule 6). Caps only fall, so this ends.
+        lower = np.where(used < s_user, np.minimum(used, cap), cap)
+        if (lower == cap).all():
             return alloc, used
-        cap = np.where(under, used, cap)  # goodput left some unused: lend it (rule 6)
+        cap = lower
 
 
 def _lend_idle(total: int, acc: _Accounts, users: _Users, s_acc: np.ndarray, s_user: np.ndarray) -> None:

@@ -292,6 +292,9 @@ def account_scenarios(draw, small_mins=False):
         lo = draw(st.integers(0, 1 if small_mins else 3))
         demands.append(job(f"j{i:02d}", owner, lo, lo + draw(st.integers(0, 8)), draw(prio), draw(st.integers(0, 6)),
                            running=draw(st.booleans()), groups=user_groups[owner]))
+        if draw(st.integers(0, 3)) == 0:  # measured, for goodput (the other policies ignore it)
+            base = draw(st.sampled_from([50.0, 100.0]))
+            demands[-1]["throughput"] = {1: base, 2: base * draw(st.sampled_from([1.0, 1.5, 1.9]))}
     return draw(st.integers(0, 30)), demands, tree
 
 
