@@ -37,9 +37,7 @@ def fair_split(target, lo: np.ndarray, hi: np.ndarray, w: np.ndarray, w_is_int: 
     n = len(lo)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    if starts is None:
-        starts = np.zeros(1, dtype=np.int64)
-    target = np.asarray(target, dtype=np.int64).reshape(-1)
+    target, starts = _groups(target, starts)
     seg = group_of(starts, n)
     sum_lo, sum_hi = np.add.reduceat(lo, starts), np.add.reduceat(hi, starts)
     tgt = np.minimum(target, sum_hi)
@@ -67,14 +65,19 @@ def split_within(target, lo: np.ndarray, hi: np.ndarray, w: np.ndarray, w_is_int
     n = len(lo)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    if starts is None:
-        starts = np.zeros(1, dtype=np.int64)
-    target = np.asarray(target, dtype=np.int64).reshape(-1)
+    target, starts = _groups(target, starts)
     over = np.add.reduceat(lo, starts) > target
     if over.any():
         o = over[group_of(starts, n)]
         lo, hi = np.where(o, 0, lo), np.where(o, lo, hi)
     return fair_split(target, lo, hi, w, w_is_int, starts)
+
+
+def _groups(target, starts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Targets as an int64 array and the groups' starts (one group when None)."""
+    if starts is None:
+        starts = np.zeros(1, dtype=np.int64)
+    return np.asarray(target, dtype=np.int64).reshape(-1), starts
 
 
 def _water_fill(tgt: np.ndarray, sum_lo: np.ndarray, lo: np.ndarray, hi: np.ndarray, w: np.ndarray,

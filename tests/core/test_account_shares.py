@@ -7,7 +7,7 @@ import math
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from nbrunner.core.accounts import accounts_tree
@@ -368,14 +368,18 @@ def test_no_gpu_idle_while_a_job_could_use_it(sc, policy):
                 assert room == 0
 
 
+def fitting_guarantees(sc, policy):
+    """The allocation and each job's leaf, for a scenario whose top-level guarantees fit in the cluster."""
+    total, demands, tree = sc
+    assume(sum(guaranteed(a) for a, _, parent in walk(tree) if parent is None) <= total)
+    return allocate(total, demands, policy, accounts=tree), by_user(tree, demands)[0]
+
+
 @settings(max_examples=100, deadline=None)
 @given(account_scenarios(small_mins=True), policies)
 def test_guarantees_are_met_when_the_cluster_can(sc, policy):
+    out, leaves = fitting_guarantees(sc, policy)
     total, demands, tree = sc
-    if sum(guaranteed(a) for a, _, parent in walk(tree) if parent is None) > total:
-        return
-    out = allocate(total, demands, policy, accounts=tree)
-    leaves, _ = by_user(tree, demands)
     for a, path, _ in walk(tree):
         held = sum(out[i] for i, leaf in leaves.items() if under(path, leaf))
         assert held >= min(guaranteed(a), demand_of(tree, total, leaves, demands, path))
@@ -384,11 +388,8 @@ def test_guarantees_are_met_when_the_cluster_can(sc, policy):
 @settings(max_examples=100, deadline=None)
 @given(account_scenarios(), policies)
 def test_running_jobs_within_the_guarantee_keep_their_minimum(sc, policy):
-    total, demands, tree = sc
-    if sum(guaranteed(a) for a, _, parent in walk(tree) if parent is None) > total:
-        return
-    out = allocate(total, demands, policy, accounts=tree)
-    leaves, _ = by_user(tree, demands)
+    out, leaves = fitting_guarantees(sc, policy)
+    _, demands, tree = sc
     for a, path, _ in walk(tree):
         running = [d for d in demands if leaves[d["id"]] == path and d["running"]]
         if sum(d["min_gpus"] for d in running) <= guaranteed(a):
