@@ -14,8 +14,8 @@ from nbrunner.core.accounts import accounts_tree
 from nbrunner.core.allocate import allocate
 from nbrunner.core.errors import InvalidRequest
 from nbrunner.core.shares import account_shares
-from test_allocate import order_of, reference
-from test_allocate import scenarios as flat_scenarios
+from .test_allocate import order_of, reference
+from .test_allocate import scenarios as flat_scenarios
 
 
 def job(id, owner, min_gpus=1, max_gpus=8, priority=5000, submitted_at=0, **extra):
@@ -396,7 +396,7 @@ def test_running_jobs_within_the_guarantee_keep_their_minimum(sc, policy):
             assert all(out[d["id"]] >= d["min_gpus"] for d in running)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(account_scenarios(), st.sampled_from(["fairshare", "priority", "goodput"]), st.randoms(use_true_random=False))
 def test_deterministic_and_the_same_from_a_tree_object(sc, policy, rnd):
     total, demands, tree = sc
