@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, NoReturn
+from typing import Any, NoReturn
 
 from .errors import InvalidRequest
 from .limits import MAX_STRING_CHARS, MAX_TIMEOUT_S, YamlList, YamlMap, load_yaml, read_limited, short

@@ -166,7 +166,7 @@ class YamlMap(dict):
     starts and ``key_lines[key]`` the line of each key."""
 
     line = 0
-    key_lines: dict = {}
+    key_lines: dict
 
 
 class YamlList(list):
@@ -174,7 +174,7 @@ class YamlList(list):
     ``item_lines[i]`` the line of each item (1-based)."""
 
     line = 0
-    item_lines: list = []
+    item_lines: list
 
 
 def _loader(lines: bool = False):

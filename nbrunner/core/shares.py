@@ -71,7 +71,7 @@ import numpy as np
 
 from .accounts import DEFAULT, AccountTree, accounts_tree
 from .demands import Demands, check_call, policy_order, read_demands, split_admitted
-from .fairsplit import fair_split, group_of, split_within
+from .fairsplit import fair_split, split_within
 
 __all__ = ["Shares", "account_shares"]
 

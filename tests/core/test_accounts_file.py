@@ -92,8 +92,8 @@ def bad(old: str, new: str) -> str:
     (bad("weight: 3", "weight: three"), "accounts.yaml line 3: weight must be a positive number, got 'three'"),
     (bad("weight: 3", "weight: yes"), "accounts.yaml line 3: weight must be a positive number, got True"),
     (bad("weight: 3", "weight: .nan"), "accounts.yaml line 3: weight must be a positive number, got nan"),
-    (bad("weight: 3", "weight: 2000000"), "accounts.yaml line 3: weight must be a positive number, got 2000000 "
-                                          "(at most 1,000,000)"),
+    (bad("weight: 3", "weight: 2000000"), ("accounts.yaml line 3: weight must be a positive number, got 2000000 "
+                                          "(at most 1,000,000)")),
     (bad("guaranteed: 4", "guaranteed: -2"), "accounts.yaml line 4: guaranteed must be a whole number of GPUs >= 0, got -2"),
     (bad("guaranteed: 4", "guaranteed: 1.5"), "accounts.yaml line 4: guaranteed must be a whole number of GPUs >= 0, got 1.5"),
     (bad("limit: 8", "limit: eight"), "accounts.yaml line 5: limit must be a whole number of GPUs >= 0 or null, got 'eight'"),
@@ -103,11 +103,11 @@ def bad(old: str, new: str) -> str:
     (bad("name: nlp", "name: a/b"), "accounts.yaml line 10: name must be letters, digits, _ . - (at most 64), got 'a/b'"),
     (bad("name: nlp", "name: -x"), "accounts.yaml line 10: name must be letters"),
     (bad("name: nlp", "name: 7"), "accounts.yaml line 10: name must be letters, digits, _ . - (at most 64), got 7"),
-    (bad("    limit: 8\n", "    limt: 8\n"), "accounts.yaml line 5: unknown key 'limt' (expected one of name, weight, "
-                                              "guaranteed, limit, members, accounts)"),
+    (bad("    limit: 8\n", "    limt: 8\n"), ("accounts.yaml line 5: unknown key 'limt' (expected one of name, weight, "
+                                              "guaranteed, limit, members, accounts)")),
     (bad("reclaim_after: 45", "reclaim_after: 45\nreclaim: 3"), "accounts.yaml line 19: unknown key 'reclaim'"),
-    (bad("default: {weight: 1}", "default: {weight: 1, members: [x]}"), "accounts.yaml line 17: unknown key 'members' "
-                                                                       "(expected one of weight, guaranteed, limit)"),
+    (bad("default: {weight: 1}", "default: {weight: 1, members: [x]}"), ("accounts.yaml line 17: unknown key 'members' "
+                                                                       "(expected one of weight, guaranteed, limit)")),
     (bad("default: {weight: 1}", "default: {weight: 1, guaranteed: 3, limit: 2}"),
      "accounts.yaml line 17: guaranteed 3 is above the limit 2"),
     (bad("default: {weight: 1}", "default: 5"), "accounts.yaml line 17: default must be a mapping"),
@@ -146,8 +146,8 @@ def bad(old: str, new: str) -> str:
     # YAML itself: the repository's loader (no aliases, no repeated keys), with line and column.
     ("accounts: &a []\nother: *a\n", "accounts.yaml is not valid YAML: aliases (*name) are not allowed (line 2, column 8)"),
     (bad("    limit: 8\n", "    limit: 8\n    limit: 9\n"), "accounts.yaml is not valid YAML: duplicate key 'limit' (line 6"),
-    ("accounts:\n\t- name: x\n", "accounts.yaml is not valid YAML: found character '\\t' that cannot start any token "
-                                 "(line 2, column 1)"),
+    ("accounts:\n\t- name: x\n", ("accounts.yaml is not valid YAML: found character '\\t' that cannot start any token "
+                                 "(line 2, column 1)")),
 ])
 def test_bad_files_are_refused_with_the_line(text, message):
     with pytest.raises(InvalidRequest) as err:
