@@ -90,7 +90,7 @@ class GenerationPlanner:
         """Publish the first generation once enough learners are ready, then a resize when
         slots were taken back or new learners are ready (no plan may be in flight)."""
         pool, options = self.pool, self.options
-        ready, starting = pool.with_status("ready"), pool.with_status("starting")
+        ready, starting = pool.granted_learners("ready"), pool.granted_learners("starting")
         if self.active_gen == 0:
             if not ready:
                 return

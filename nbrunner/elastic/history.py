@@ -79,10 +79,13 @@ class HistoryRecorder:
         self._rate = deque(maxlen=64)
         self._last_report = 0.0
         self._last_print = time.monotonic()
+        self._resume_n_train: Optional[int] = None  # the training-set size of the checkpoint resumed from
         self._on_progress: Optional[Callable[[int], None]] = None
 
-    def resumed(self, path, train_state: dict, finished: bool) -> None:
-        """The run resumes from checkpoint ``path`` (which holds a finished run if ``finished``)."""
+    def resumed(self, path, train_state: dict, n_train: Optional[int], finished: bool) -> None:
+        """The run resumes from checkpoint ``path``, written for a training set of ``n_train``
+        samples (and holding a finished run if ``finished``)."""
+        self._resume_n_train = n_train
         self.history.resumed_from_step = int(train_state["step"])
         self.step = self.step_high = int(train_state["step"])
         for rec in train_state["epochs"]:
@@ -118,7 +121,7 @@ class HistoryRecorder:
     def total(self) -> Optional[int]:
         return self.spe * self.options.epochs if self.spe else None
 
-    def on_dataset(self, r: dict, resume_n_train: Optional[int], cap: int) -> None:
+    def on_dataset(self, r: dict) -> None:
         """A learner's ``ready`` record: the first one tells the dataset's size.
 
         Raises:
@@ -128,13 +131,13 @@ class HistoryRecorder:
             return
         self.spe = int(r["steps_per_epoch"])
         self.n_train = int(r["n_train"])
-        if resume_n_train is not None and resume_n_train != self.n_train:
+        if self._resume_n_train is not None and self._resume_n_train != self.n_train:
             raise ElasticTrainingError(
-                f"the checkpoint was written for a training set of {resume_n_train} samples, "
+                f"the checkpoint was written for a training set of {self._resume_n_train} samples, "
                 f"get_datasets() now returns {self.n_train}")
         total = self.spe * self.options.epochs
         self.say(f"ElasticTrainer: {self.options.epochs} epochs x {self.spe} steps (global batch "
-                 f"{self.options.effective_batch_size}, {self.n_train} samples), up to {cap} learner(s)"
+                 f"{self.options.effective_batch_size}, {self.n_train} samples), up to {self.options.cap} learner(s)"
                  + (f", resuming at step {self.step}/{total}" if self.history.resumed_from_step else ""))
 
     def reached(self, step: int) -> None:

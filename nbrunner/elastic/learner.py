@@ -33,7 +33,7 @@ import os
 import sys
 import time
 import traceback
-from typing import Optional, Union
+from typing import NamedTuple, Optional, Union
 
 import torch
 import torch.distributed as dist
@@ -69,21 +69,33 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+class _Loaded(NamedTuple):
+    """What loading the payload gave, for the steps after it."""
+
+    t_payload: float     # when the payload was unpickled
+    t_data: float        # when the datasets were built
+    batches: StepBatches
+    imported: list       # the modules loading imported
+
+
 class Learner:
     """One learner process: its parts, and the generations it runs (see the module docstring)."""
 
     def __init__(self, addr: str, port: int, lid: str):
         self.addr, self.port, self.lid = addr, port, lid
         self.link: Optional[DriverLink] = None        # connect()
+        self.cfg: dict = {}                           # the run's config, from the payload (load())
         self.poller: Optional[Poller] = None          # load()
         self.state: Optional[LearnerState] = None     # load()
         self.checkpoints: Optional[CheckpointWriter] = None
         self.loop: Optional[TrainingLoop] = None      # load()
         self.group = GenerationGroup(self.log)
-        self.timeout = 60.0
         self.was_active = False    # it ran a generation: a plan without it sends it away
-        self.imported: list[str] = []
-        self._t_loaded = (0.0, 0.0)  # when the payload, then the datasets, were loaded
+
+    @property
+    def timeout(self) -> float:
+        """Seconds a collective, or a generation's arrival barrier, may wait for a peer."""
+        return float(self.cfg["timeout"])
 
     # ---------------------------------------------------------------- setup
     def log(self, msg: str) -> None:
@@ -93,7 +105,7 @@ class Learner:
         t = float(os.environ.get("NBRUNNER_ELASTIC_STORE_TIMEOUT", "60"))
         self.link = DriverLink.connect(self.addr, self.port, self.lid, t)
 
-    def load(self) -> None:
+    def load(self) -> "_Loaded":
         """Everything that does not depend on the slot: payload, datasets, imports."""
         import cloudpickle
 
@@ -103,16 +115,15 @@ class Learner:
                 sys.path.append(p)
         payload = cloudpickle.loads(self.link.payload())
         t_payload = time.time()
-        cfg = payload["config"]
+        self.cfg = cfg = payload["config"]
         model, opt, loss_fn, get_datasets, metrics = payload["objects"]
         self.state = LearnerState(model, opt, payload["train_state"])
-        self.timeout = float(cfg["timeout"])
         self.poller = Poller(self.addr, self.port, max(self.timeout, 30.0))
         self.poller.start()
         ds = get_datasets()
         if not isinstance(ds, (tuple, list)) or len(ds) != 2:
             raise TypeError("get_datasets() must return (train_dataset, test_dataset)")
-        self._t_loaded = (t_payload, time.time())
+        t_data = time.time()
         batches = StepBatches(ds[0], ds[1], int(cfg["effective_batch_size"]), cfg["seed"], int(cfg["epochs"]))
         self.checkpoints = CheckpointWriter(cfg.get("checkpoint_dir"), int(cfg.get("keep_checkpoints", 2)))
         self.loop = TrainingLoop(self.lid, self.state, batches, loss_fn, metrics, cfg, self.poller, self.checkpoints)
@@ -122,10 +133,11 @@ class Learner:
         from torch.nn.parallel import DistributedDataParallel  # noqa: F401
 
         torch.set_num_threads(max(1, int(os.environ.get("NBRUNNER_ELASTIC_THREADS", "1"))))
-        self.imported = [m for m in sys.modules
-                         if m not in before and not any(part.startswith("_") for part in m.split("."))]
+        imported = [m for m in sys.modules
+                    if m not in before and not any(part.startswith("_") for part in m.split("."))]
+        return _Loaded(t_payload, t_data, batches, imported)
 
-    def tell_loaded(self) -> None:
+    def tell_loaded(self, imported: list[str]) -> None:
         """Tell the worker's learner agent that started this learner (if one did) that it has
         loaded, and which modules that imported: its warm interpreters import them ahead."""
         path = os.environ.get(ENV_LEARNER_LOADED)
@@ -134,7 +146,7 @@ class Learner:
         try:
             tmp = f"{path}.{os.getpid()}.tmp"
             with open(tmp, "w") as f:
-                json.dump(self.imported, f)
+                json.dump(imported, f)
             os.replace(tmp, path)
         except OSError:
             pass
@@ -149,16 +161,15 @@ class Learner:
         else:
             os.environ["NBRUNNER_ELASTIC_DEVICE"] = "cpu"
 
-    def bind(self) -> None:
+    def bind(self, loaded: "_Loaded") -> None:
         """Device-dependent setup, then tell the driver this learner can join."""
         device = torch.device("cpu")
         if os.environ.get("NBRUNNER_ELASTIC_DEVICE", "cpu") == "cuda":
             torch.cuda.set_device(0)
             device = torch.device("cuda", 0)
-        self.state.bind(device, bool(self.loop.cfg.get("sync_batchnorm")))
-        b = self.loop.batches
+        self.state.bind(device, bool(self.cfg.get("sync_batchnorm")))
+        b, t_payload, t_data = loaded.batches, loaded.t_payload, loaded.t_data
         self.link.ready(b.n_train, b.n_test, b.steps_per_epoch)
-        t_payload, t_data = self._t_loaded
         self.log(f"ready after {time.time() - _T_START:.2f}s (payload at {t_payload - _T_START:.2f}s, "
                  f"datasets {t_data - t_payload:.2f}s): {b.n_train} train / {b.n_test} test "
                  f"samples, {b.steps_per_epoch} steps per epoch, device {device}")
@@ -186,11 +197,11 @@ class Learner:
 
     def run(self) -> int:
         self.connect()
-        self.load()
-        self.tell_loaded()
+        loaded = self.load()
+        self.tell_loaded(loaded.imported)
         if os.environ.get("NBRUNNER_ELASTIC_STANDBY"):
             self.wait_assignment()
-        self.bind()
+        self.bind(loaded)
         plan = self.wait_plan()
         while True:
             outcome = self.run_gen(plan)

@@ -95,7 +95,7 @@ class LearnerPool:
     def alive(self) -> list[LearnerProcess]:
         return [L for L in self.learners.values() if L.alive]
 
-    def with_status(self, status: str) -> list[LearnerProcess]:
+    def granted_learners(self, status: str) -> list[LearnerProcess]:
         """The learners in ``status`` on a slot granted now."""
         gset = set(self.granted)
         return [L for L in self.learners.values() if L.status == status and L.slot in gset]
@@ -110,7 +110,7 @@ class LearnerPool:
     def spawnable(self) -> bool:
         return any(self.slot_failures.get(s, 0) < self.options.max_slot_failures for s in self.granted)
 
-    def starting(self) -> bool:
+    def changing(self) -> bool:
         """A learner is starting on a slot, or leaving."""
         return any(L.alive and (L.leaving or (L.slot is not None and L.status in ("starting", "ready")))
                    for L in self.learners.values())

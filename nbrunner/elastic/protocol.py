@@ -151,9 +151,9 @@ class Rendezvous:
     """The driver's end: the TCPStore it hosts, the plans, aborts and slot assignments it
     publishes there, and the learners' messages it reads back in order."""
 
-    def __init__(self, store):
+    def __init__(self, store, port: int):
         self.store = store
-        self.port: int = store.port
+        self.port = port               # where learners reach the store
         self._read = 0                 # log records read so far
         self._missing_since: Optional[float] = None
 
@@ -164,7 +164,7 @@ class Rendezvous:
         store.set(PAYLOAD, payload)
         store.add(REQ, 0)
         store.add(LOG_N, 0)
-        return cls(store)
+        return cls(store, store.port)
 
     def publish(self, plan: Plan) -> None:
         self.store.set(plan_key(plan.gen), plan.dumps())

@@ -100,7 +100,7 @@ class Recovery:
                 pool.kill(L)
             return
         survivors = [L for L in alive if L.slot in set(pool.granted)]
-        ready = pool.with_status("ready")
+        ready = pool.granted_learners("ready")
         with_state = [L for L in survivors if L.snap_step is not None]
         prev_world = planner.running_world()
         if with_state:

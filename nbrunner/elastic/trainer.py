@@ -160,12 +160,11 @@ class _Run:
     def __init__(self, trainer: ElasticTrainer, options: TrainOptions):
         self.t = trainer
         self.options = options
-        self.report = HistoryRecorder(options, trainer.callbacks, self.say)
+        self.recorder = HistoryRecorder(options, trainer.callbacks, self.say)
         self.rendezvous: Optional[Rendezvous] = None   # run() makes these once training starts
         self.pool: Optional[LearnerPool] = None
         self.planner: Optional[GenerationPlanner] = None
         self.recovery: Optional[Recovery] = None
-        self.resume_n_train: Optional[int] = None
         self.final = False        # the final state is in the store
         self.finishing = False    # a learner exited when done: training is over
         self._next_grant_poll = 0.0
@@ -184,20 +183,20 @@ class _Run:
         options = self.options
         t0 = time.monotonic()
         job_dir = runtime.job_dir()
-        ckpt_dir = Path(options.checkpoint_dir) if options.checkpoint_dir else (job_dir / "checkpoints" if job_dir else None)
+        ckpt_dir = (Path(options.checkpoint_dir) if options.checkpoint_dir
+                    else (job_dir / "checkpoints" if job_dir else None))
         model_dir = Path(options.model_dir) if options.model_dir else (job_dir / "model" if job_dir else None)
         own_logs = job_dir is None
         logs_dir = (job_dir / "logs") if job_dir else Path(tempfile.mkdtemp(prefix="nbrunner-elastic-"))
 
         start = resume(options, ckpt_dir, self.t.model, self.t.optimizer)
         if start.path is not None:
-            self.report.resumed(start.path, start.train_state, start.finished)
-        self.resume_n_train = start.n_train
+            self.recorder.resumed(start.path, start.train_state, start.n_train, start.finished)
         if start.finished:
-            self.report.history.wall_time_s = time.monotonic() - t0
+            self.recorder.history.wall_time_s = time.monotonic() - t0
             self._save_model(model_dir)
             self.say("ElasticTrainer: training already complete")
-            return self.report.history
+            return self.recorder.history
 
         slots = options.slots if options.slots is not None else default_slot_source(options.max_gpus, options.min_gpus)
         launcher = options.launcher or getattr(slots, "launcher", None) or LocalLauncher()
@@ -210,7 +209,7 @@ class _Run:
         ok = False
         try:
             slots.start(options.min_gpus, options.max_gpus or max(1, options.min_gpus))
-            self.report.begin(getattr(slots, "on_progress", None))
+            self.recorder.begin(getattr(slots, "on_progress", None))
             self._loop()
             self._finalize(model_dir)
             ok = True
@@ -223,7 +222,7 @@ class _Run:
             self.rendezvous.close()
             if own_logs and ok and not os.environ.get("NBRUNNER_ELASTIC_KEEP_LOGS"):
                 shutil.rmtree(logs_dir, ignore_errors=True)
-        return self.report.end(time.monotonic() - t0)
+        return self.recorder.end(time.monotonic() - t0)
 
     def _payload(self, train_state: dict, ckpt_dir: Optional[Path]) -> bytes:
         """What every learner loads first: the pickled model, optimizer, loss, datasets and
@@ -253,8 +252,8 @@ class _Run:
                     pool.poll_grants(self.planner.involved())
                 self._next_grant_poll = now + 0.05
             self._plan()
-            if len(self.report.history.failures) > options.max_failures:
-                raise ElasticTrainingError(f"{len(self.report.history.failures)} learner failures: giving up")
+            if len(self.recorder.history.failures) > options.max_failures:
+                raise ElasticTrainingError(f"{len(self.recorder.history.failures)} learner failures: giving up")
             if not pool.any_bound():
                 if pool.granted and not pool.spawnable():
                     raise ElasticTrainingError("every granted slot failed to run a learner "
@@ -271,7 +270,7 @@ class _Run:
         planner = self.planner
         if planner.inflight is not None or self.recovery.pending or not planner.active_gen or self.finishing:
             return True
-        return self.pool.starting()
+        return self.pool.changing()
 
     def _lost(self, why: str) -> None:
         """A learner of a generation in play is gone: recover without it (unless training is over)."""
@@ -280,14 +279,15 @@ class _Run:
 
     def _poll_exits(self) -> None:
         involved = self.planner.involved()
-        exits = self.pool.poll_exits(involved, self.report.step)
+        exits = self.pool.poll_exits(involved, self.recorder.step)
         for L, info in exits.failures:
-            self.report.failure(info)
+            self.recorder.failure(info)
             rc = info["exit_code"]
             if info["status"] == "starting":
                 self.say(f"  learner {L.lid} exited with code {rc} while starting" + self.pool.tail_note(L))
             elif L.lid in involved:
-                self.say(f"  learner {L.lid} died (exit code {rc}) near step {self.report.step}: continuing without it")
+                self.say(f"  learner {L.lid} died (exit code {rc}) near step {self.recorder.step}: "
+                         "continuing without it")
                 self._lost(f"learner {L.lid} died")
         if exits.finished:
             self.finishing = True
@@ -297,7 +297,7 @@ class _Run:
         if self.final or self.finishing:
             return
         if self.recovery.pending:
-            self.recovery.advance(bool(self.report.history.checkpoints))
+            self.recovery.advance(bool(self.recorder.history.checkpoints))
             return
         now = time.monotonic()
         if self.planner.inflight is not None:
@@ -310,20 +310,20 @@ class _Run:
         """Route a learner's record to the part it concerns."""
         typ = r.get("type")
         if typ == "step":
-            self.report.on_step(r)
+            self.recorder.on_step(r)
         elif typ == "epoch":
-            self.report.on_epoch(r["record"])
+            self.recorder.on_epoch(r["record"])
         elif typ == "gen":
             plan = self.planner.started(int(r["gen"]))
             if plan is not None:
-                self.report.on_generation(plan, r)
+                self.recorder.on_generation(plan, r)
         elif typ == "ready":
             self.pool.on_ready(r)
-            self.report.on_dataset(r, self.resume_n_train, self.options.cap)
+            self.recorder.on_dataset(r)
         elif typ == "fail":
             g = int(r["gen"])
             self.pool.on_fail(r["lid"], g, r.get("snap_step"))
-            self.report.reached(int(r.get("step") or 0))
+            self.recorder.reached(int(r.get("step") or 0))
             # only a failure of the newest generation calls for a recovery.  An older one is
             # already dealt with, or shows up again: a member of the newest plan that failed
             # before it reports a failure of that plan too (Learner.wait_plan), and a learner
@@ -339,7 +339,7 @@ class _Run:
         elif typ == "busy":
             self.pool.on_busy(r["lid"])
         elif typ == "checkpoint":
-            self.report.on_checkpoint(r["path"])
+            self.recorder.on_checkpoint(r["path"])
         elif typ == "final":
             self.final = True
 
@@ -350,9 +350,9 @@ class _Run:
         st = torch.load(io.BytesIO(self.rendezvous.final_state()), map_location="cpu", weights_only=True)
         self.t.model.load_state_dict(st["model"])
         self.t.optimizer.load_state_dict(st["optimizer"])
-        self.report.finished(st["train_state"])
+        self.recorder.finished(st["train_state"])
         self._save_model(model_dir)
-        self.say(self.report.done_line())
+        self.say(self.recorder.done_line())
 
     def _save_model(self, model_dir: Optional[Path]) -> None:
         if model_dir is not None:

@@ -197,7 +197,8 @@ class TrainingLoop:
             self.poller.push({"type": "epoch", "record": rec}, urgent=True)
             e = rec["epoch"]
             every = int(self.cfg.get("checkpoint_every") or 0)
-            if self.checkpoints.directory is not None and every > 0 and (e % every == 0 or e == int(self.cfg["epochs"])):
+            if self.checkpoints.directory is not None and every > 0 and (
+                    e % every == 0 or e == int(self.cfg["epochs"])):
                 self.write_checkpoint(e)
 
     def write_checkpoint(self, epoch: int) -> None:
