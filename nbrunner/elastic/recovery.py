@@ -99,7 +99,8 @@ class Recovery:
                 self.say(f"  learner {L.lid} did not respond: stopping it")
                 pool.kill(L)
             return
-        survivors = [L for L in alive if L.slot in set(pool.granted)]
+        gset = set(pool.granted)
+        survivors = [L for L in alive if L.slot in gset]
         ready = pool.granted_learners("ready")
         with_state = [L for L in survivors if L.snap_step is not None]
         prev_world = planner.running_world()
