@@ -11,7 +11,7 @@ import redis
 
 from ..control import grants
 from ..control.registration import live_capacity
-from ..core.config import Settings, redact
+from ..core.config import REDIS_URL, SETUP_READY_TIMEOUT_S, WAIT_READY_TIMEOUT_S, Settings, redact
 from ..core.discovery import resolve
 from ..core.errors import NoCluster
 from ..core.keys import LEASE, POLICY
@@ -35,7 +35,7 @@ def _reachable(settings: Settings) -> JobStore:
         store.r.ping()
     except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
         raise NoCluster(f"cannot reach Redis at {redact(settings.url)} ({exc.__class__.__name__}): "
-                        "start a cluster with `nbrunner up` or fix NBRUNNER_REDIS_URL") from None
+                        f"start a cluster with `nbrunner up` or fix {REDIS_URL.name}") from None
     except redis.AuthenticationError:
         raise NoCluster(f"Redis at {redact(settings.url)} refused the credentials") from None
     return store
@@ -143,7 +143,7 @@ class Cluster:
 
         return [Schedule(self, r.id, r) for r in list_schedules(self.store)]
 
-    def wait_ready(self, workers: int = 1, timeout: float = 30.0) -> None:
+    def wait_ready(self, workers: int = 1, timeout: float = WAIT_READY_TIMEOUT_S) -> None:
         """Block until a scheduler is active and ``workers`` workers are registered."""
         deadline = time.monotonic() + timeout
         while len(live_capacity(self.store).workers) < workers or not self.store.r.exists(LEASE):
@@ -195,7 +195,7 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
     try:
         cluster = Cluster(settings, _reachable(settings), sup)
         if wait:
-            cluster.wait_ready(workers, timeout=60)
+            cluster.wait_ready(workers, timeout=SETUP_READY_TIMEOUT_S)
     except BaseException:
         sup.stop()
         raise

@@ -19,15 +19,14 @@ from typing import Any, Callable, Iterable
 
 import redis
 
-from .config import redact
+from .config import EVENTS_MAXLEN, EVENTS_READ_BATCH, PAGE_READ_BATCH, PAGE_SCAN_MAX, REDIS_URL, redact
 from .errors import InvalidRequest, NoCluster, NotFound
 from .indexes import finish_time, index_status
-from .keys import ACTIVE, EVENTS, EVENTS_MAXLEN, FINISHED_AT, INDEXED, JOBS, job_key, status_index
+from .keys import ACTIVE, EVENTS, FINISHED_AT, INDEXED, JOBS, job_key, status_index
 from .lifecycle import JobEvent, Purge, Transition, submitted, transition
 from .models import STATUSES, JobRecord
 
 INDEX_VERSION = "1"
-PAGE_SCAN_MAX = 20000  # records one filtered page may read before it returns what it found
 
 # Up to ARGV[1] members of the sorted set KEYS[1], newest first, with their scores and records
 # (ARGV[3] .. id), as a flat list.  With a cursor score ARGV[2], the members of that very score
@@ -128,7 +127,7 @@ def connect(url: str, **kwargs: Any) -> redis.Redis:
     try:
         return redis.Redis.from_url(url, **kwargs)
     except ValueError as exc:
-        raise NoCluster(f"invalid NBRUNNER_REDIS_URL {redact(url)!r}: {exc}") from None
+        raise NoCluster(f"invalid {REDIS_URL.name} {redact(url)!r}: {exc}") from None
 
 
 class JobStore:
@@ -228,11 +227,11 @@ class JobStore:
         scanned = 0
         while need is None or len(out) < need:
             if need is None:
-                size = 1000
+                size = PAGE_READ_BATCH
             elif where is None:
-                size = min(1000, need - len(out))
+                size = min(PAGE_READ_BATCH, need - len(out))
             else:  # filtered: read ahead, but never past the scan budget
-                size = min(1000, PAGE_SCAN_MAX - scanned)
+                size = min(PAGE_READ_BATCH, PAGE_SCAN_MAX - scanned)
             batch = self._after(key, pos, size)
             if not batch:
                 break
@@ -377,7 +376,7 @@ class JobStore:
 
     def wait_events(self, after: str, timeout: float) -> tuple[str, list[dict[str, str]]]:
         """Block up to ``timeout`` seconds for events after ``after``; returns (last id, events)."""
-        got = self.r.xread({EVENTS: after}, block=max(1, int(timeout * 1000)), count=1000)
+        got = self.r.xread({EVENTS: after}, block=max(1, int(timeout * 1000)), count=EVENTS_READ_BATCH)
         events: list[dict[str, str]] = []
         for _stream, entries in got or []:
             for eid, fields in entries:

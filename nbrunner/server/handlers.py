@@ -17,6 +17,7 @@ from tornado.ioloop import IOLoop
 from ..control import submit
 from ..client.cluster import Cluster, connect
 from ..client.job import download_name, read_log, read_metrics, zip_dir
+from ..core.config import IO_CHUNK_BYTES, JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BODY
 from ..core.html import OUTPUT_HTML
 from ..core.errors import InvalidRequest, NbrunnerError, NotFound
 from ..core.limits import MAX_INT64, bad_input, loads_json
@@ -24,8 +25,6 @@ from ..core.models import STATUSES, JobRecord
 
 API = r"/nbrunner/api"
 ID = r"(?P<job_id>[a-z0-9]{1,32})"
-MAX_BODY = 1024 * 1024
-DEFAULT_LIMIT, MAX_LIMIT = 1000, 10000  # jobs per page of GET /jobs
 
 
 @functools.lru_cache(maxsize=1)
@@ -124,9 +123,9 @@ class JobsHandler(BaseHandler):
         status = self.get_query_argument("status", None)
         if status is not None and status not in STATUSES:
             raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
-        raw = self.get_query_argument("limit", str(DEFAULT_LIMIT))
-        if not (raw.isascii() and raw.isdigit() and len(raw) <= 6 and 1 <= int(raw) <= MAX_LIMIT):
-            raise InvalidRequest(f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw[:20]!r}")
+        raw = self.get_query_argument("limit", str(JOBS_PAGE_DEFAULT))
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 6 and 1 <= int(raw) <= JOBS_PAGE_MAX):
+            raise InvalidRequest(f"limit must be an integer from 1 to {JOBS_PAGE_MAX}, got {raw[:20]!r}")
         cursor = self.get_query_argument("cursor", None)
         owner = None if self.is_admin() else self.user()
         schedule = self.get_query_argument("schedule", None)  # a schedule's runs (also after it was deleted)
@@ -225,7 +224,6 @@ class MetricsHandler(BaseHandler):
 
 DOWNLOADS = {"ipynb": ("output.ipynb", "application/x-ipynb+json"), "html": (OUTPUT_HTML, "text/html; charset=utf-8"),
              "zip": (None, "application/zip")}
-CHUNK = 1 << 20
 
 
 class DownloadHandler(BaseHandler):
@@ -253,7 +251,7 @@ class DownloadHandler(BaseHandler):
             else:
                 await IOLoop.current().run_in_executor(None, _copy, job_dir / name, tmp)
             tmp.seek(0)
-            while chunk := tmp.read(CHUNK):
+            while chunk := tmp.read(IO_CHUNK_BYTES):
                 self.write(chunk)
                 await self.flush()
         self.finish()
