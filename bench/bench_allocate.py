@@ -7,6 +7,11 @@ GPU count and pause (the worst case: every job's model is fitted). The baseline 
 ((submitted_at, id) or (-priority, submitted_at, id)), i.e. the cheapest sort
 that could produce the order. Goal: allocate() within 25x of that sort.
 
+The accounts row: the same 10,000 demands owned by 1,000 users in a tree of 100
+accounts (10 departments of 9 teams each, random weights, some guarantees and
+limits; members by name and by hub group; 5% of the users in no account), fairshare
+down the tree (``allocate(..., accounts=TREE)``), against the same sort.
+
 Run: ``python bench/bench_allocate.py``.
 """
 
@@ -67,6 +72,48 @@ def make_demands(n: int = N_JOBS, seed: int = 20240501, iso: bool = False, measu
     return out
 
 
+N_ACCOUNTS = 100
+N_USERS = 1_000
+
+
+def make_accounts(seed: int = 20240501) -> tuple[dict, list[str]]:
+    """A tree of 10 departments with 9 teams each (100 accounts) and the users' names."""
+    rng = random.Random(seed)
+    users = [f"user{i:04d}" for i in range(N_USERS)]
+    listed = users[: int(N_USERS * 0.95)]
+    per_team = len(listed) // 90
+    tree: dict = {"accounts": [], "default": {"weight": 1}, "reclaim_after": 30}
+    for dep in range(10):
+        teams = []
+        for t in range(9):
+            k = dep * 9 + t
+            members = listed[k * per_team:(k + 1) * per_team]
+            if t % 3 == 0:  # every third team by hub group
+                members = [f"@group{k}"]
+            team = {"name": f"team{k}", "weight": rng.randint(1, 5), "members": members}
+            if t % 2 == 0:
+                team["guaranteed"] = rng.randint(0, 40)
+            teams.append(team)
+        dept = {"name": f"dept{dep}", "weight": rng.randint(1, 4), "accounts": teams}
+        if dep % 3 == 0:
+            dept["limit"] = N_GPUS // 5
+        tree["accounts"].append(dept)
+    return tree, users
+
+
+def make_owned_demands(tree: dict, users: list[str], seed: int = 20240501) -> list[dict]:
+    """``make_demands`` with an owner each (10 jobs a user on average) and hub groups."""
+    rng = random.Random(seed)
+    demands = make_demands()
+    per_team = int(N_USERS * 0.95) // 90
+    for d in demands:
+        i = rng.randrange(len(users))
+        d["owner"] = users[i]
+        team = i // per_team if per_team else 0
+        d["groups"] = [f"group{team}", "everyone"]
+    return demands
+
+
 def _median_time(fn, repeats: int = REPEATS) -> float:
     fn()  # warm-up
     times = []
@@ -92,6 +139,13 @@ def run() -> list[dict]:
             name += ", all measured"
         rows.append({"benchmark": name, "value": value, "baseline": baseline, "ratio": ratio,
                      "goal": f"<= {GOAL:g}x sorted()", "ok": ratio <= GOAL})
+    tree, users = make_accounts()
+    demands = make_owned_demands(tree, users)
+    value = _median_time(lambda: allocate(N_GPUS, demands, "fairshare", accounts=tree))
+    baseline = _median_time(lambda: sorted(demands, key=KEYS["fairshare"]))
+    rows.append({"benchmark": f"allocate fairshare, {N_JOBS:,} jobs / {N_GPUS:,} GPUs, {N_USERS:,} users "
+                              f"in {N_ACCOUNTS} accounts", "value": value, "baseline": baseline,
+                 "ratio": value / baseline, "goal": f"<= {GOAL:g}x sorted()", "ok": value / baseline <= GOAL})
     return rows
 
 

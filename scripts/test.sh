@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up and run the whole test suite (what CI runs): install into the project venv .venv, check
-# the Quickstart from a clean clone with the stock Debian python, then pytest in .venv.
+# Set up and run the whole test suite (what CI runs): install into the project venv .venv, run the
+# JupyterLab extension's unit tests (Node), check the Quickstart from a clean clone with the stock
+# Debian python, then pytest in .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -14,6 +15,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+bash scripts/test_extension.sh
 bash scripts/check_quickstart.sh
 # the fast tier first (pure tests: no Redis, kernel or process; seconds), then the slow one
 .venv/bin/python -m pytest -q -m "not slow" "$@"

@@ -1,3 +1,8 @@
+/**
+ * The one module that calls the nbrunner REST API (`<base_url>nbrunner/api/...`): jobs,
+ * sweeps, schedules, the cluster, and models with their servers.  What goes over the
+ * wire (query strings, bodies, reading an answer) is in `wire.ts`.
+ */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
@@ -8,6 +13,10 @@ import {
   DownloadFormat,
   ILogChunk,
   IMetrics,
+  IModel,
+  IModelList,
+  IModelServer,
+  IModelServerList,
   INotebookParameters,
   ISchedule,
   IScheduleList,
@@ -19,54 +28,23 @@ import {
   ISweepRequest,
   ITimeline
 } from './types';
+import {
+  API_PREFIX,
+  ApiError,
+  errorMessage,
+  query,
+  readAnswer,
+  rerunBody,
+  serializeSubmit
+} from './wire';
 
-/** Path of the nbrunner REST API below the server's base URL. */
-export const API_PREFIX = 'nbrunner/api';
-
-/**
- * An error answered by the nbrunner API (or by the server when the API is absent).
- */
-export class ApiError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-    /** True when the server has no nbrunner API at all (HTML 404, network error). */
-    readonly unavailable = false
-  ) {
-    super(message);
-    this.name = 'ApiError';
-  }
-}
-
-/** A readable message for anything thrown by the API helpers. */
-export function errorMessage(error: unknown): string {
-  if (error instanceof ApiError) {
-    return error.message;
-  }
-  if (error instanceof Error) {
-    return error.message;
-  }
-  return String(error);
-}
-
-function query(params: { [key: string]: string | number | undefined }): string {
-  const parts: string[] = [];
-  for (const [key, value] of Object.entries(params)) {
-    if (value === undefined || value === '') {
-      continue;
-    }
-    parts.push(
-      `${encodeURIComponent(key)}=${encodeURIComponent(String(value))}`
-    );
-  }
-  return parts.length ? `?${parts.join('&')}` : '';
-}
+export { ApiError, errorMessage };
 
 /**
  * Call the nbrunner API. `path` is relative to `<base_url>nbrunner/api`
  * (already URL-encoded), `search` an optional query string starting with `?`.
  */
-export async function requestAPI<T>(
+async function requestAPI<T>(
   path: string,
   init: RequestInit = {},
   search = ''
@@ -90,46 +68,11 @@ export async function requestAPI<T>(
       true
     );
   }
-  const text = await response.text();
-  let data: any = null;
-  let isJSON = false;
-  if (text.length > 0) {
-    try {
-      data = JSON.parse(text);
-      isJSON = true;
-    } catch {
-      data = text;
-    }
-  }
-  if (!response.ok) {
-    const message =
-      isJSON && data && typeof data.message === 'string' && data.message
-        ? data.message
-        : isJSON && data && typeof data.reason === 'string' && data.reason
-          ? data.reason
-          : null;
-    if (response.status === 404 && !isJSON) {
-      throw new ApiError(
-        'The nbrunner API is not available on this Jupyter server ' +
-          `(${response.status} ${response.statusText || 'Not Found'} for ${API_PREFIX}/${path}). ` +
-          'Is the nbrunner server extension installed and enabled?',
-        response.status,
-        true
-      );
-    }
-    throw new ApiError(
-      message ??
-        `${response.status} ${response.statusText || 'error'} from ${API_PREFIX}/${path}`,
-      response.status
-    );
-  }
-  if (!isJSON && text.length > 0) {
-    throw new ApiError(
-      `Unexpected non-JSON answer from ${API_PREFIX}/${path}`,
-      response.status
-    );
-  }
-  return data as T;
+  return readAnswer<T>(path, {
+    status: response.status,
+    statusText: response.statusText,
+    text: await response.text()
+  });
 }
 
 const enc = encodeURIComponent;
@@ -140,34 +83,6 @@ export function listJobs(status?: string): Promise<IJobList> {
 
 export function getJob(id: string): Promise<IJob> {
   return requestAPI<IJob>(`jobs/${enc(id)}`);
-}
-
-const FLOAT_TOKEN = '@@nbrunner-float@@';
-
-/**
- * Serialize a submit request. Parameters named in `floats` whose value is a
- * whole number are written as `1.0`, not `1`, so that the server (and the
- * notebook) still see a float.
- */
-export function serializeSubmit(
-  request: ISubmitRequest | IScheduleUpdate,
-  floats: ReadonlyArray<string> = []
-): string {
-  const parameters = { ...(request.parameters ?? {}) };
-  let marked = false;
-  for (const name of floats) {
-    const value = parameters[name];
-    if (typeof value === 'number' && Number.isInteger(value) && Math.abs(value) < 1e15) {
-      parameters[name] = `${FLOAT_TOKEN}${value}`;
-      marked = true;
-    }
-  }
-  const body = JSON.stringify(
-    request.parameters ? { ...request, parameters } : request
-  );
-  return marked
-    ? body.replace(new RegExp(`"${FLOAT_TOKEN}(-?\\d+)"`, 'g'), '$1.0')
-    : body;
 }
 
 export function submitJob(
@@ -268,11 +183,10 @@ export function rerunJob(
   parameters?: { [key: string]: JSONValue },
   floats: ReadonlyArray<string> = []
 ): Promise<IJob> {
-  const body = serializeSubmit({ notebook: '', parameters }, floats).replace(
-    /^\{"notebook":"",?/,
-    '{'
-  );
-  return requestAPI<IJob>(`jobs/${enc(id)}/rerun`, { method: 'POST', body });
+  return requestAPI<IJob>(`jobs/${enc(id)}/rerun`, {
+    method: 'POST',
+    body: rerunBody(parameters, floats)
+  });
 }
 
 /** Remove a finished job's record and directory. */
@@ -287,4 +201,35 @@ export function downloadUrl(id: string, format: DownloadFormat): string {
     URLExt.join(settings.baseUrl, API_PREFIX, `jobs/${enc(id)}/download`) +
     query({ format })
   );
+}
+
+export function listModels(): Promise<IModelList> {
+  return requestAPI<IModelList>('models');
+}
+
+/** Register the model job `job` saved as the next version of `name`. */
+export function registerModel(job: string, name: string): Promise<IModel> {
+  return requestAPI<IModel>('models', {
+    method: 'POST',
+    body: JSON.stringify({ job, name })
+  });
+}
+
+export function listModelServers(): Promise<IModelServerList> {
+  return requestAPI<IModelServerList>('models/serving');
+}
+
+/** Serve `NAME[:VERSION]` (on `port`, or any free port). */
+export function startModelServer(
+  model: string,
+  port?: number
+): Promise<IModelServer> {
+  return requestAPI<IModelServer>('models/serving', {
+    method: 'POST',
+    body: JSON.stringify(port === undefined ? { model } : { model, port })
+  });
+}
+
+export function stopModelServer(name: string): Promise<null> {
+  return requestAPI<null>(`models/serving/${enc(name)}`, { method: 'DELETE' });
 }

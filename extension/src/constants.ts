@@ -1,7 +1,8 @@
 /**
- * Constants shared by the frontend: job statuses, priority bounds, poll intervals, and
- * the names under which a notebook states its GPU bounds.  Keep them in step with
- * nbrunner/models.py (statuses, priorities) and the README.
+ * Constants shared by the frontend: job statuses, priority bounds, model names, poll
+ * intervals, and the names under which a notebook states its GPU bounds.  The statuses,
+ * priorities and model names are the server's (nbrunner.core.records,
+ * nbrunner.serving.registry): tests/server/test_extension_constants.py checks them.
  */
 
 /** Every job status, in lifecycle order. */
@@ -30,6 +31,9 @@ export const PENDING_TRIAL = 'pending';
 export const MIN_PRIORITY = 1;
 export const MAX_PRIORITY = 10000;
 export const DEFAULT_PRIORITY = 5000;
+
+/** Model names the server accepts. */
+export const MODEL_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /** Poll intervals (ms) of the views, while they are visible. */
 export const JOBS_POLL_MS = 1500;

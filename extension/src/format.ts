@@ -30,6 +30,21 @@ export function formatDuration(ms: number): string {
   return `${s}s`;
 }
 
+/** A time relative to `now` (both in ms): "in 3s", "12 min ago", "in 2 h", "3 d ago". */
+export function relativeTime(at: number, now: number): string {
+  const delta = Math.round((at - now) / 1000);
+  const span = Math.abs(delta);
+  const text =
+    span < 60
+      ? `${span}s`
+      : span < 3600
+        ? `${Math.round(span / 60)} min`
+        : span < 86400 * 2
+          ? `${Math.round(span / 3600)} h`
+          : `${Math.round(span / 86400)} d`;
+  return delta >= 0 ? `in ${text}` : `${text} ago`;
+}
+
 /**
  * Elapsed time of a job: run time when it started, waiting time while queued.
  */

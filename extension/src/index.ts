@@ -26,7 +26,7 @@ import {
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
-import { ClusterView } from './cluster-view';
+import { ClusterView } from './components/ClusterView';
 import { clusterIcon, jobsIcon, logIcon, runJobIcon } from './icons';
 import { JobsPanel } from './components/JobsPanel';
 import { activateJobPages, JobPageCommandIDs } from './job-pages';

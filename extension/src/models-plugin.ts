@@ -5,10 +5,10 @@
 import { ILayoutRestorer, JupyterFrontEnd } from '@jupyterlab/application';
 import { ICommandPalette, Notification } from '@jupyterlab/apputils';
 
+import { listModels } from './api';
 import { registerJobModel } from './components/registerModel';
 import { ModelsPanel } from './components/ModelsPanel';
 import { modelsIcon } from './icons';
-import { listModels } from './models-api';
 import { IJob } from './types';
 
 export const OPEN_MODELS = 'nbrunner:open-models';

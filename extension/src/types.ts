@@ -214,3 +214,38 @@ export interface INotebookParameter {
 export interface INotebookParameters {
   parameters: INotebookParameter[];
 }
+
+/** One registered model version (GET /models). */
+export interface IModel {
+  name: string;
+  version: number;
+  job: string | null;
+  created_at: string | null;
+  path: string;
+  framework: string | null;
+  class_name: string | null;
+  saved_at: string | null;
+}
+
+export interface IModelList {
+  models: IModel[];
+  /** Jobs (visible to this user) that saved a model, so that it can be registered. */
+  jobs_with_model: string[];
+}
+
+/** A running `nbrunner serve` process (GET /models/serving). */
+export interface IModelServer {
+  name: string;
+  version: number;
+  /** `NAME:VERSION` */
+  model: string;
+  port: number;
+  url: string;
+  pid: number;
+  owner: string;
+  started_at: string;
+}
+
+export interface IModelServerList {
+  servers: IModelServer[];
+}

@@ -1,7 +1,7 @@
 /**
- * Validation of the submit dialog, field by field (pure functions: the form shows each
- * message next to its field and recomputes them on every change), and the notebook's
- * own GPU bounds.
+ * The submit dialog's values (pure functions): its first values, validation field by
+ * field (the form shows each message next to its field and recomputes them on every
+ * change), the request of valid values, and the notebook's own GPU bounds.
  */
 import {
   DEFAULT_PRIORITY,
@@ -10,7 +10,7 @@ import {
   MIN_GPUS_NAME,
   MIN_PRIORITY
 } from './constants';
-import { inputToValue } from './params';
+import { inferType, inputToValue, valueToInput } from './params';
 import { INotebookParameter, ISubmitRequest, JSONValue } from './types';
 
 /** The raw inputs of the submit dialog. */
@@ -35,6 +35,56 @@ export interface IParamField {
 
 /** Field key -> message; keys are job fields or `param:NAME`. */
 export type FieldErrors = { [field: string]: string };
+
+/**
+ * The dialog's first values: a field per notebook parameter (`values` replacing the
+ * notebook's defaults; the GPU parameters mirror the GPU fields), the notebook's GPU
+ * bounds (one bound alone stands for both), the default priority, then `options`.
+ */
+export function initialValues(
+  parameters: INotebookParameter[],
+  defaultName: string,
+  gpus: IGpuBounds | null,
+  replace: {
+    values?: { [name: string]: JSONValue };
+    options?: Partial<Omit<IFormValues, 'params'>>;
+  } = {}
+): IFormValues {
+  const values = replace.values ?? {};
+  const params: IParamField[] = parameters.map(p => {
+    const type = String(p.type || inferType(p.value ?? null));
+    const value = p.name in values ? values[p.name] : (p.value ?? null);
+    const field: IParamField = {
+      name: p.name,
+      type,
+      input: valueToInput(type, value),
+      help: p.help ?? undefined
+    };
+    if (gpus?.minParam === p.name) {
+      field.mirrors = 'minGpus';
+    } else if (gpus?.maxParam === p.name) {
+      field.mirrors = 'maxGpus';
+    }
+    return field;
+  });
+  let min = gpus?.min ?? 0;
+  let max = gpus?.max ?? null;
+  if (max === null) {
+    max = min;
+  } else if (gpus?.min === null || gpus?.min === undefined) {
+    min = Math.min(min, max);
+  }
+  return {
+    params,
+    name: defaultName,
+    minGpus: String(min),
+    maxGpus: String(max),
+    priority: String(DEFAULT_PRIORITY),
+    timeout: '',
+    kernel: '',
+    ...(replace.options ?? {})
+  };
+}
 
 /**
  * Why `text` is not a whole number in [min, max] (null if it is).  `label` names the

@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover
     from click.utils import PacifyFlushWrapper
 from ..core.config import HOST_ADDR, JOBS_SHOWN, LAB_TOKEN, WORKSPACE
 from ..core.errors import NbrunnerError, NoCluster
+from ..core.models import PRIORITY_DEFAULT, STATUSES
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="Run parameterized Jupyter notebooks as elastic GPU jobs on a shared cluster.")
@@ -142,7 +143,7 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
            name: Optional[str] = typer.Option(None, "--name"),
            min_gpus: int = typer.Option(0, "--min-gpus"),
            max_gpus: Optional[int] = typer.Option(None, "--max-gpus"),
-           priority: int = typer.Option(5000, "--priority"),
+           priority: int = typer.Option(PRIORITY_DEFAULT, "--priority"),
            timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds"),
            kernel: Optional[str] = typer.Option(None, "--kernel"),
            wait: bool = typer.Option(False, "--wait", help="block until the job ends; exit 0 only if it completed"),
@@ -177,9 +178,6 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
     else:
         console().print(f"{job.id} {job.record.status}" + (f": {job.record.error}" if job.record.error else ""))
     raise typer.Exit(0 if job.record.status == "completed" else 1)
-
-
-STATUSES = ("queued", "running", "completed", "failed", "cancelled")
 
 
 @app.command()
@@ -293,7 +291,8 @@ def download(job_id: str = typer.Argument(..., metavar="JOB"),
                                                    help="file to write (default: NAME-ID.FORMAT here; - for stdout)"),
              workspace: Optional[Path] = DirOption) -> None:
     """Save a job's output notebook, its HTML, or a zip of its directory."""
-    from .job import DOWNLOAD_SUFFIX, download as write_download, download_name
+    from ..control.job_files import DOWNLOAD_SUFFIX, download_name
+    from .job import download as write_download
 
     if fmt not in DOWNLOAD_SUFFIX:
         raise typer.BadParameter(f"--format must be one of {', '.join(DOWNLOAD_SUFFIX)}, got {fmt!r}")
@@ -365,12 +364,12 @@ def worker(gpus: str = typer.Option("auto", help="GPU slots: a number (CPU slots
            burst: bool = typer.Option(False, hidden=True),
            workspace: Optional[Path] = DirOption) -> None:
     """Run a worker: executes jobs and registers this host's GPU slots."""
-    from .cluster import _reachable
+    from ..core.store import reachable
     from ..core.config import Settings
     from ..execution.worker import run_worker
 
     settings = Settings.load(workspace)
-    _reachable(settings)
+    reachable(settings)
     if addr:
         os.environ[HOST_ADDR.name] = addr
     slot_list = None
@@ -387,7 +386,7 @@ def worker(gpus: str = typer.Option("auto", help="GPU slots: a number (CPU slots
 def scheduler(policy: Optional[str] = typer.Option(None, help="fairshare, priority or goodput (default: keep the cluster's)"),
               workspace: Optional[Path] = DirOption) -> None:
     """Run the scheduler (a second one waits as standby)."""
-    from .cluster import _reachable
+    from ..core.store import reachable
     from ..core.config import Settings
     from ..control.scheduler import run_scheduler
 
@@ -396,7 +395,7 @@ def scheduler(policy: Optional[str] = typer.Option(None, help="fairshare, priori
     if policy is not None and policy not in POLICIES:
         raise typer.BadParameter(f"--policy must be fairshare, priority or goodput, got {policy!r}")
     settings = Settings.load(workspace)
-    _reachable(settings)
+    reachable(settings)
     run_scheduler(settings, policy)
 
 

@@ -1,44 +1,26 @@
 """The Python face of nbrunner: :func:`setup_cluster`, :func:`connect`, :class:`Cluster`, :class:`Job`."""
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
-import redis
 
-from ..control import grants
+from ..control.api import ClusterAPI
 from ..control.registration import live_capacity
-from ..core.config import REDIS_URL, SETUP_READY_TIMEOUT_S, WAIT_READY_TIMEOUT_S, Settings, redact
+from ..core.config import SETUP_READY_TIMEOUT_S, WAIT_READY_TIMEOUT_S, Settings
 from ..core.discovery import resolve
 from ..core.errors import NoCluster
-from ..core.keys import LEASE, POLICY
-from ..core.store import JobStore
-from ..execution.redis_server import ping
+from ..core.keys import LEASE
+from ..core.models import PRIORITY_DEFAULT
+from ..core.store import JobStore, reachable
 from . import session
 from .job import Job
 
 if TYPE_CHECKING:  # imported on use: the CLI's read commands need neither submissions (pydantic) nor sweeps
-    from ..core.models import JobRecord
     from .schedule import Schedule
     from .sweep import Sweep
-
-
-def _reachable(settings: Settings) -> JobStore:
-    """A store on the workspace's Redis, or NoCluster with how to start one."""
-    if settings.embedded and not ping(settings.socket_path):
-        raise NoCluster(f"no nbrunner cluster is running in {settings.workspace}: start one with `nbrunner up`")
-    store = JobStore.from_url(settings.url)
-    try:
-        store.r.ping()
-    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-        raise NoCluster(f"cannot reach Redis at {redact(settings.url)} ({exc.__class__.__name__}): "
-                        f"start a cluster with `nbrunner up` or fix {REDIS_URL.name}") from None
-    except redis.AuthenticationError:
-        raise NoCluster(f"Redis at {redact(settings.url)} refused the credentials") from None
-    return store
 
 
 class Cluster:
@@ -59,7 +41,7 @@ class Cluster:
         return f"<Cluster {self.settings.workspace} {'owner' if self.supervisor else 'attached'}>"
 
     def submit(self, notebook: str | os.PathLike, parameters: dict[str, Any] | None = None, *,
-               name: str | None = None, min_gpus: int = 0, max_gpus: int | None = None, priority: int = 5000,
+               name: str | None = None, min_gpus: int = 0, max_gpus: int | None = None, priority: int = PRIORITY_DEFAULT,
                timeout: float | None = None, kernel: str | None = None, owner: str | None = None,
                **extra: Any) -> Job:
         """Queue ``notebook`` with ``parameters``; returns its :class:`Job`."""
@@ -91,28 +73,7 @@ class Cluster:
 
     def status(self) -> dict[str, Any]:
         """Hosts, slots and who holds each, free GPUs and policy (the ``GET /cluster`` object)."""
-        cap = live_capacity(self.store)
-        held = grants.holdings(self.store.r)
-        hosts = []
-        for host in sorted(cap.hosts):
-            slots = [{"index": i, "job": held.get((host, i))} for i in sorted(cap.hosts[host])]
-            hosts.append({"name": host, "slots": slots})
-        total = sum(len(h["slots"]) for h in hosts)
-        busy = sum(1 for h in hosts for s in h["slots"] if s["job"])
-        return {"policy": self.store.r.get(POLICY) or "fairshare", "gpus_total": total, "gpus_free": total - busy,
-                "hosts": hosts, "workers": len(cap.workers)}
-
-    def timeline(self, limit: int | None = 1000, where: Callable[[JobRecord], bool] | None = None) -> list[dict]:
-        """GPU allocation over time of the jobs that held GPUs, among the newest ``limit`` jobs
-        (None: all) that ``where`` keeps; oldest first."""
-        records, _ = self.store.page(limit=limit, where=where)
-        records.reverse()
-        with self.store.r.pipeline(transaction=False) as p:
-            for rec in records:
-                p.lrange(grants.timeline_key(rec.id), 0, -1)
-            lists = p.execute()
-        return [{"id": rec.id, "name": rec.name, "points": [json.loads(x) for x in raw]}
-                for rec, raw in zip(records, lists) if raw]
+        return ClusterAPI(self.settings, self.store).status()
 
     def sweep(self, notebook: str | os.PathLike, spec: Any, **kwargs: Any) -> Sweep:
         """Start a sweep of ``notebook`` over ``spec`` (see :mod:`nbrunner.core.sweeps.spec`)."""
@@ -162,7 +123,7 @@ class Cluster:
 def connect(workspace: str | os.PathLike | None = None) -> Cluster:
     """Attach to the cluster running in ``workspace`` (or ``NBRUNNER_REDIS_URL``)."""
     settings = resolve(workspace)  # NBRUNNER_REDIS_URL, --dir, the cluster around the cwd, the only one running
-    cluster = Cluster(settings, _reachable(settings))
+    cluster = Cluster(settings, reachable(settings))
     session.remember(cluster, replace=False)
     return cluster
 
@@ -176,7 +137,7 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
 
     settings = Settings.load(workspace)
     try:
-        store = _reachable(settings)
+        store = reachable(settings)
         if store.r.exists(LEASE):
             cluster = Cluster(settings, store)
             session.remember(cluster)
@@ -193,7 +154,7 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
         raise ValueError("workers must be >= 1")
     sup = Supervisor(settings, gpus=slots, workers=workers, policy=policy, host=host).start()
     try:
-        cluster = Cluster(settings, _reachable(settings), sup)
+        cluster = Cluster(settings, reachable(settings), sup)
         if wait:
             cluster.wait_ready(workers, timeout=SETUP_READY_TIMEOUT_S)
     except BaseException:

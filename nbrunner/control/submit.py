@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.config import CHECKED_NOTEBOOKS_BYTES, MAX_NOTEBOOK_BYTES, PURGE_WAIT_S, RETRIES, Settings
-from ..core.errors import Conflict, InvalidRequest, NotFound
+from ..core.errors import Conflict, InvalidRequest
 from ..core.lifecycle import CancelRequested, Purge, Refused, SetPriority, submitted, transition
 from ..core.models import JobRecord, JobRequest, utcnow
 from ..core.notebooks import load_nbformat

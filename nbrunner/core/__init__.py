@@ -7,5 +7,7 @@ Nothing here starts a process or imports another layer; everything above builds 
     allocate(8, [{"id": "a", "min_gpus": 1, "max_gpus": 8, "priority": 5000, "submitted_at": 0}])
     from nbrunner.core.placement import pick
     pick({("h1", 0), ("h1", 1), ("h2", 0)}, 2, prefer=[])   # [("h1", 0), ("h1", 1)]
+    from nbrunner.core.accounts import parse_accounts       # an accounts file, checked
+    from nbrunner.core.shares import account_shares          # allocation down it, per-account rows
 """
-__all__ = ["allocate", "config", "errors", "keys", "models", "placement", "store", "sweeps"]
+__all__ = ["accounts", "allocate", "config", "errors", "keys", "models", "placement", "shares", "store", "sweeps"]

@@ -127,8 +127,9 @@ LAB_TOKEN = Variable("NBRUNNER_LAB_TOKEN", "the token of the JupyterLab `nbrunne
 ELASTIC_THREADS = Variable("NBRUNNER_ELASTIC_THREADS",
                            "torch threads of an ElasticTrainer learner (on a CPU slot: until it gets its share "
                            "of the CPUs)", 1, "count")
-ELASTIC_CPUS = Variable("NBRUNNER_ELASTIC_CPUS", "CPUs the learners on CPU slots of one host share out as torch threads",
-                        kind="count", shown="the CPUs the learner may run on")
+ELASTIC_CPUS = Variable("NBRUNNER_ELASTIC_CPUS",
+                        "CPUs the learners on CPU slots of one host share out as torch threads", kind="count",
+                        shown="the CPUs the learner may run on")
 ELASTIC_KEEP_LOGS = Variable("NBRUNNER_ELASTIC_KEEP_LOGS",
                              "keep the learners' logs of an ElasticTrainer run outside a job (any value)",
                              kind="flag", shown="removed after a successful run")
@@ -195,12 +196,24 @@ RQ_FAILURE_TTL_S = 24 * 3600
 HEARTBEAT_RETRY_S = 0.2
 #: Seconds a worker's Redis connection waits on its socket: a heartbeat over a cut link fails fast.
 WORKER_SOCKET_TIMEOUT_S = 5
+#: Seconds a Redis client of nbrunner waits to connect.
+REDIS_CONNECT_TIMEOUT_S = 5
+#: Seconds an idle Redis connection may go unchecked before its next use pings it first.
+REDIS_HEALTH_CHECK_S = 10
+#: Seconds ``nvidia-smi`` has to list a worker's GPUs (``--gpus auto``).
+GPU_DETECT_TIMEOUT_S = 20
+#: Seconds a worker waits for a job's killed leftovers (kernel, learners) to exit.
+LEFTOVERS_WAIT_S = 5
 #: Times a kernel that dies before running a cell is started, in all, before the job fails.
 KERNEL_START_TRIES = 3
 #: Seconds a kernel (a spare one adopted, or one forked by the fork server) has to start.
 KERNEL_START_TIMEOUT_S = 60
 #: Seconds after the SIGINT of a job's deadline before its kernel is killed (a cell ignoring interrupts).
 KERNEL_KILL_AFTER_S = 3.0
+#: Seconds papermill's per-cell limit adds to a job's timeout (a backstop: the deadline ends the job first).
+CELL_TIMEOUT_MARGIN_S = 60
+#: Seconds between papermill's saves of ``output.ipynb`` while a cell runs.
+OUTPUT_AUTOSAVE_S = 10
 #: Seconds a purge waits for a just-finished job's worker to confirm its release.
 PURGE_WAIT_S = 10.0
 #: Seconds between the scheduler's retention passes (``NBRUNNER_KEEP_DAYS``).
@@ -227,6 +240,8 @@ WAIT_READY_TIMEOUT_S = 30.0
 MODEL_SERVER_START_TIMEOUT_S = 120.0
 #: Seconds a model server has to stop before it is killed.
 MODEL_SERVER_STOP_TIMEOUT_S = 10.0
+#: Seconds a non-elastic borrower keeps lent GPUs once asked for them (an accounts file's ``reclaim_after``).
+RECLAIM_AFTER_S = 30.0
 
 # ---- sizes and batches ---------------------------------------------------------------------------
 
@@ -281,6 +296,12 @@ MAX_TRIALS = 1000
 MAX_EVERY_S = 366 * 24 * 3600
 #: Characters of a schedule's ``cron``.
 MAX_CRON_CHARS = 200
+#: The lowest port a model server may be asked to listen on (no privileged port).
+MODEL_SERVER_MIN_PORT = 1024
+#: An account's weight in an accounts file.
+MAX_WEIGHT = 1_000_000
+#: GPUs of an account's ``guaranteed`` and ``limit`` in an accounts file.
+MAX_ACCOUNT_GPUS = 2**31 - 1
 #: Bytes of a body a model server's ``POST /predict`` reads (a larger one gets a 400).
 MODEL_MAX_BODY = 16 * 1024 * 1024
 #: Bytes of a refused body a model server still reads away, so that the client sees the 400, not a reset.

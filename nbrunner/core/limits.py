@@ -157,7 +157,23 @@ def loads_json(raw: bytes | str, what: str = "request body") -> Any:
     return data
 
 
-def _loader():
+class YamlMap(dict):
+    """A mapping read by ``load_yaml(..., lines=True)``: ``line`` is the 1-based line where it
+    starts and ``key_lines[key]`` the line of each key."""
+
+    line = 0
+    key_lines: dict
+
+
+class YamlList(list):
+    """A sequence read by ``load_yaml(..., lines=True)``: ``line`` where it starts and
+    ``item_lines[i]`` the line of each item (1-based)."""
+
+    line = 0
+    item_lines: list
+
+
+def _loader(lines: bool = False):
     import yaml
 
     class LimitedLoader(yaml.SafeLoader):
@@ -180,7 +196,38 @@ def _loader():
             finally:
                 self._depth -= 1
 
-    return LimitedLoader
+    if not lines:
+        return LimitedLoader
+
+    class LinedLoader(LimitedLoader):
+        """Mappings and sequences that keep their line numbers; a repeated key is an error."""
+
+        def construct_lined_map(self, node):
+            data = YamlMap()
+            data.line, data.key_lines = node.start_mark.line + 1, {}
+            yield data
+            for key_node, value_node in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    repeated = key in data
+                except TypeError:
+                    raise yaml.constructor.ConstructorError(None, None, "a key must be a plain value",
+                                                            key_node.start_mark) from None
+                if repeated:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {short(key)}",
+                                                            key_node.start_mark)
+                data.key_lines[key] = key_node.start_mark.line + 1
+                data[key] = self.construct_object(value_node)
+
+        def construct_lined_seq(self, node):
+            data = YamlList()
+            data.line, data.item_lines = node.start_mark.line + 1, [n.start_mark.line + 1 for n in node.value]
+            yield data
+            data.extend(self.construct_object(n) for n in node.value)
+
+    LinedLoader.add_constructor("tag:yaml.org,2002:map", LinedLoader.construct_lined_map)
+    LinedLoader.add_constructor("tag:yaml.org,2002:seq", LinedLoader.construct_lined_seq)
+    return LinedLoader
 
 
 def read_limited(path, limit: int = MAX_YAML_BYTES) -> bytes:
@@ -194,9 +241,11 @@ def read_limited(path, limit: int = MAX_YAML_BYTES) -> bytes:
     return data
 
 
-def load_yaml(text: str | bytes, source: str = "YAML") -> Any:
+def load_yaml(text: str | bytes, source: str = "YAML", lines: bool = False) -> Any:
     """Load YAML safely: at most MAX_YAML_BYTES, no aliases, at most MAX_YAML_DEPTH levels,
-    integers within 64 bits; InvalidRequest with one line otherwise."""
+    integers within 64 bits; InvalidRequest with one line otherwise. With ``lines``,
+    mappings are :class:`YamlMap` and sequences :class:`YamlList` (they keep their line
+    numbers, for errors that name the line) and a repeated key is refused."""
     import yaml
 
     if isinstance(text, bytes):
@@ -210,7 +259,7 @@ def load_yaml(text: str | bytes, source: str = "YAML") -> Any:
         raise InvalidRequest(f"{source} is larger than {MAX_YAML_BYTES // 1024} KiB")
     check_text(text, source)
     try:
-        data = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_loader(lines))  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""

@@ -17,9 +17,14 @@ import math
 import time
 from typing import Any, Callable, Iterable
 
-import redis
+from pathlib import Path
 
-from .config import EVENTS_MAXLEN, EVENTS_READ_BATCH, PAGE_READ_BATCH, PAGE_SCAN_MAX, REDIS_URL, redact
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from .config import (EVENTS_MAXLEN, EVENTS_READ_BATCH, PAGE_READ_BATCH, PAGE_SCAN_MAX, REDIS_CONNECT_TIMEOUT_S,
+                     REDIS_HEALTH_CHECK_S, REDIS_URL, Settings, redact)
 from .errors import InvalidRequest, NoCluster, NotFound
 from .indexes import finish_time, index_status
 from .keys import ACTIVE, EVENTS, FINISHED_AT, INDEXED, JOBS, job_key, status_index
@@ -122,12 +127,41 @@ def connect(url: str, **kwargs: Any) -> redis.Redis:
     """A redis-py client for a ``redis://``, ``rediss://`` or ``unix://`` URL."""
     kwargs = {**DRIVER_INFO, **kwargs}
     kwargs.setdefault("decode_responses", True)
-    kwargs.setdefault("health_check_interval", 10)
-    kwargs.setdefault("socket_connect_timeout", 5)
+    kwargs.setdefault("health_check_interval", REDIS_HEALTH_CHECK_S)
+    kwargs.setdefault("socket_connect_timeout", REDIS_CONNECT_TIMEOUT_S)
     try:
         return redis.Redis.from_url(url, **kwargs)
     except ValueError as exc:
         raise NoCluster(f"invalid {REDIS_URL.name} {redact(url)!r}: {exc}") from None
+
+
+def ping(socket_path: Path, timeout: float = 0.5) -> bool:
+    """True if a Redis server answers on this unix socket."""
+    if not socket_path.exists():
+        return False
+    client = redis.Redis(unix_socket_path=str(socket_path), socket_timeout=timeout, socket_connect_timeout=timeout,
+                         retry=Retry(NoBackoff(), 0), **DRIVER_INFO)  # redis-py retries with backoff by default: seconds
+    try:
+        return bool(client.ping())
+    except (redis.ConnectionError, redis.TimeoutError, OSError):
+        return False
+    finally:
+        client.close()
+
+
+def reachable(settings: Settings) -> JobStore:
+    """A store on the workspace's Redis, or NoCluster saying how to start one."""
+    if settings.embedded and not ping(settings.socket_path):
+        raise NoCluster(f"no nbrunner cluster is running in {settings.workspace}: start one with `nbrunner up`")
+    store = JobStore.from_url(settings.url)
+    try:
+        store.r.ping()
+    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+        raise NoCluster(f"cannot reach Redis at {redact(settings.url)} ({exc.__class__.__name__}): "
+                        f"start a cluster with `nbrunner up` or fix {REDIS_URL.name}") from None
+    except redis.AuthenticationError:
+        raise NoCluster(f"Redis at {redact(settings.url)} refused the credentials") from None
+    return store
 
 
 class JobStore:

@@ -16,7 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..control.actions import advance
-from ..core.config import GPUS, HOST, JOB_DIR, JOB_ID, KERNEL_START_TRIES, SLOT_SOURCE, Settings
+from ..core.config import (CELL_TIMEOUT_MARGIN_S, GPUS, HOST, JOB_DIR, JOB_ID, KERNEL_START_TRIES, OUTPUT_AUTOSAVE_S,
+                           SLOT_SOURCE, Settings)
 from ..core.errors import one_line
 from ..core.lifecycle import KERNEL_KILLED, Fail, Finish, Refused, Start, Timeout, timeout_error
 from ..core.models import JobRecord, utcnow
@@ -256,14 +257,14 @@ def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kerne
                 language=rec.language,
                 report_mode=rec.report_mode,
                 # a backstop per cell; the deadline ends the job at its wall time
-                execution_timeout=math.ceil(rec.timeout) + 60 if rec.timeout else None,
+                execution_timeout=math.ceil(rec.timeout) + CELL_TIMEOUT_MARGIN_S if rec.timeout else None,
                 progress_bar=False,
                 log_output=True,
                 stdout_file=out,
                 stderr_file=out,
                 cwd=str(cwd),
                 request_save_on_cell_execute=True,
-                autosave_cell_every=10,
+                autosave_cell_every=OUTPUT_AUTOSAVE_S,
                 config=config,
                 **({"km": warm} if warm is not None else {}),
             )

@@ -26,7 +26,8 @@ from rq import Worker
 from ..control.actions import advance
 from ..control.queues import DEFAULT_QUEUE, host_queue, rq_connection
 from ..control.registration import heartbeat, heartbeat_interval, unregister
-from ..core.config import HEARTBEAT_RETRY_S, HOST, HOST_ADDR, WORKER_SOCKET_TIMEOUT_S, WORKER_TTL, Settings, check
+from ..core.config import (GPU_DETECT_TIMEOUT_S, HEARTBEAT_RETRY_S, HOST, HOST_ADDR, LEFTOVERS_WAIT_S,
+                           WORKER_SOCKET_TIMEOUT_S, WORKER_TTL, Settings, check)
 from ..core.html import preload as preload_html
 from ..core.lifecycle import Refused, settle_event
 from ..core.models import utcnow
@@ -43,7 +44,7 @@ def detect_gpus() -> int:
         return 0
     try:
         out = subprocess.run([exe, "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20, check=True).stdout
+                             text=True, timeout=GPU_DETECT_TIMEOUT_S, check=True).stdout
     except (subprocess.SubprocessError, OSError):
         return 0
     return sum(1 for line in out.splitlines() if line.strip())
@@ -72,7 +73,7 @@ def kill_children(keep: set[int] = frozenset()) -> int:
             p.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(procs, timeout=5)
+    psutil.wait_procs(procs, timeout=LEFTOVERS_WAIT_S)
     return len(procs)
 
 
@@ -253,7 +254,8 @@ def run_worker(settings: Settings, gpus: int | None = 0, host: str | None = None
         device = "cuda" if gpus else "cpu"
     slots = list(range(gpus)) if slots is None else slots
     # short socket timeouts: a heartbeat over a cut link must fail fast, then reconnect
-    store = JobStore(connect(settings.url, socket_timeout=WORKER_SOCKET_TIMEOUT_S, retry_on_timeout=False), settings.url)
+    store = JobStore(connect(settings.url, socket_timeout=WORKER_SOCKET_TIMEOUT_S, retry_on_timeout=False),
+                     settings.url)
     conn = rq_connection(store)
     become_subreaper()
     name = name or f"{host}.{os.getpid()}"

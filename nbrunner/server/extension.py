@@ -20,9 +20,14 @@ class NbrunnerExtension(ExtensionApp):
     admin_users = Unicode("", config=True, help="comma-separated user names that see and change every job")
 
     def initialize_settings(self) -> None:
+        """The cluster's operations (:class:`~nbrunner.control.api.ClusterAPI`), built once for every
+        handler; they connect to the workspace's cluster on first use."""
+        from ..control.api import ClusterAPI
+        from ..core.discovery import resolve
+
         workspace = self.workspace or WORKSPACE.text() or self.serverapp.root_dir
         self.settings.update({
-            "nbrunner_workspace": workspace,
+            "nbrunner_api": ClusterAPI(resolve(workspace)),
             "nbrunner_root": self.serverapp.root_dir,
             "nbrunner_multi_user": self.multi_user,
             "nbrunner_admins": {u.strip() for u in self.admin_users.split(",") if u.strip()},

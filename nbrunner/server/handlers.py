@@ -1,10 +1,13 @@
-"""REST handlers (jupyter-server APIHandler): Jupyter auth on every route, JSON errors, no 500 for bad input."""
+"""The REST API's handlers: thin translations from HTTP to :class:`~nbrunner.control.api.ClusterAPI`
+and back, JSON errors, no 500 for bad input.
+
+The route classes are mixins, served by two hosts that say who the caller is: the Jupyter
+server extension (:class:`JupyterRoute`, Jupyter's authentication) and ``nbrunner service``
+(:mod:`.hub_service`, JupyterHub's); :func:`routes` makes the concrete handlers for a host."""
 from __future__ import annotations
 
-import ast
 import functools
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -14,14 +17,13 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.ioloop import IOLoop
 
-from ..control import submit
-from ..client.cluster import Cluster, connect
-from ..client.job import download_name, read_log, read_metrics, zip_dir
+from ..control.api import ClusterAPI
+from ..control.job_files import DOWNLOADS, download_file, download_name, zip_dir
 from ..core.config import IO_CHUNK_BYTES, JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BODY
-from ..core.html import OUTPUT_HTML
 from ..core.errors import InvalidRequest, NbrunnerError, NotFound
+from ..core.identity import Caller, local_caller
 from ..core.limits import MAX_INT64, bad_input, loads_json
-from ..core.models import STATUSES, JobRecord
+from ..core.models import STATUSES
 
 API = r"/nbrunner/api"
 ID = r"(?P<job_id>[a-z0-9]{1,32})"
@@ -34,16 +36,18 @@ def _os_user() -> str:
     return getpass.getuser()
 
 
-class BaseHandler(APIHandler):
-    """Errors as ``{"message": ...}``; nbrunner errors map to their status (400/404/409/503)."""
+class BaseHandler:
+    """What every route shares (a mixin of a tornado handler of the host): errors as
+    ``{"message": ...}`` with nbrunner errors mapped to their status (400/404/409/503), the JSON
+    body and reply.  The cluster's operations (:class:`~nbrunner.control.api.ClusterAPI`) come from
+    the application's settings (``nbrunner_api``), put there once by the host; the host's
+    ``caller`` says who asks."""
+
+    caller: Caller
 
     @property
-    def cluster(self) -> Cluster:
-        cached = self.settings.get("nbrunner_cluster")
-        if cached is None:
-            cached = connect(self.settings["nbrunner_workspace"])
-            self.settings["nbrunner_cluster"] = cached
-        return cached
+    def api(self) -> ClusterAPI:
+        return self.settings["nbrunner_api"]
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
@@ -74,26 +78,6 @@ class BaseHandler(APIHandler):
             root = self.settings["nbrunner_root_resolved"] = Path(self.settings["nbrunner_root"]).resolve()
         return root
 
-    def user(self) -> str:
-        """The job owner: the Jupyter identity in multi-user mode, else the server's OS user
-        (a token-only server gives every browser a random identity)."""
-        if not self.settings.get("nbrunner_multi_user"):
-            return _os_user()
-        user = self.current_user
-        return getattr(user, "username", None) or getattr(user, "name", None) or str(user or "anonymous")
-
-    def is_admin(self) -> bool:
-        return not self.settings.get("nbrunner_multi_user") or self.user() in self.settings.get("nbrunner_admins", ())
-
-    def visible(self, rec: JobRecord) -> bool:
-        return self.is_admin() or rec.owner == self.user()
-
-    def job(self, job_id: str) -> JobRecord:
-        rec = self.cluster.store.get(job_id)
-        if not self.visible(rec):
-            raise NotFound(f"no job {job_id!r}")
-        return rec
-
     def body(self) -> dict[str, Any]:
         raw = self.request.body or b""
         if len(raw) > MAX_BODY:
@@ -116,6 +100,30 @@ class BaseHandler(APIHandler):
             raise InvalidRequest(f"{what} path must stay inside the server root: {path}")
         return path
 
+    async def in_thread(self, fn, *args: Any) -> Any:
+        """Run ``fn(*args)`` in a thread: writes, fsyncs and file work must not stall other requests."""
+        return await IOLoop.current().run_in_executor(None, fn, *args)
+
+
+class JupyterRoute(APIHandler):
+    """The Jupyter server extension's host: Jupyter authenticates every request."""
+
+    @property
+    def api_url(self) -> str:
+        """Where the API is served: ``<base_url>nbrunner/api``."""
+        return self.base_url.rstrip("/") + "/nbrunner/api"
+
+    @property
+    def caller(self) -> Caller:
+        """Who asks: in multi-user mode the Jupyter identity (admins: ``admin_users``), else the
+        server's OS user, who sees every job (a token-only server gives every browser a random
+        identity)."""
+        if not self.settings.get("nbrunner_multi_user"):
+            return local_caller(_os_user())
+        user = self.current_user
+        name = getattr(user, "username", None) or getattr(user, "name", None) or str(user or "anonymous")
+        return Caller(name=name, admin=name in self.settings.get("nbrunner_admins", ()))
+
 
 class JobsHandler(BaseHandler):
     @web.authenticated
@@ -126,12 +134,8 @@ class JobsHandler(BaseHandler):
         raw = self.get_query_argument("limit", str(JOBS_PAGE_DEFAULT))
         if not (raw.isascii() and raw.isdigit() and len(raw) <= 6 and 1 <= int(raw) <= JOBS_PAGE_MAX):
             raise InvalidRequest(f"limit must be an integer from 1 to {JOBS_PAGE_MAX}, got {raw[:20]!r}")
-        cursor = self.get_query_argument("cursor", None)
-        owner = None if self.is_admin() else self.user()
-        schedule = self.get_query_argument("schedule", None)  # a schedule's runs (also after it was deleted)
-        where = None if owner is None and schedule is None else (
-            lambda r: (owner is None or r.owner == owner) and (schedule is None or r.schedule == schedule))
-        records, after = self.cluster.store.page(status, int(raw), cursor, where=where)
+        records, after = self.api.jobs(self.caller, status, int(raw), self.get_query_argument("cursor", None),
+                                       schedule=self.get_query_argument("schedule", None))
         self.reply({"jobs": [r.to_dict() for r in records], "next": after})
 
     @web.authenticated
@@ -139,9 +143,7 @@ class JobsHandler(BaseHandler):
         data = self.body()
         data["notebook"] = self.relative_path(data.get("notebook"))
         root = self.root
-        cluster = self.cluster
-        workspace = cluster.settings.workspace
-        if root != workspace:  # notebook paths are relative to the server root
+        if root != self.api.settings.workspace:  # notebook paths are relative to the server root
             data["notebook"] = str(root / data["notebook"])
         if "sweep" in data:
             raise InvalidRequest("unknown field 'sweep' (trials are created by POST /sweeps)")
@@ -149,49 +151,43 @@ class JobsHandler(BaseHandler):
             raise InvalidRequest("unknown field 'schedule' (runs are created by POST /schedules)")
         if data.get("cwd") is not None:  # like the notebook: relative to the server root
             data["cwd"] = str(root / self.relative_path(data["cwd"], "cwd"))
-        # in a thread: the snapshot's writes and Redis's fsync must not stall other requests, and
-        # concurrent submits then share Redis's fsyncs
-        rec = await IOLoop.current().run_in_executor(None, submit.submit, cluster.store, cluster.settings, data,
-                                                     self.user())
+        # concurrent submits share Redis's fsyncs
+        rec = await self.in_thread(self.api.submit, self.caller, data)
         self.reply(rec.to_dict(), 201)
 
 
 class JobHandler(BaseHandler):
     @web.authenticated
     def get(self, job_id: str) -> None:
-        self.reply(self.job(job_id).to_dict())
+        self.reply(self.api.job(self.caller, job_id).to_dict())
 
     @web.authenticated
     def patch(self, job_id: str) -> None:
-        self.job(job_id)
+        self.api.job(self.caller, job_id)
         data = self.body()
         if set(data) != {"priority"}:
             raise InvalidRequest("only {\"priority\": p} can be changed")
-        self.reply(submit.set_priority(self.cluster.store, job_id, data["priority"]).to_dict())
+        self.reply(self.api.set_priority(self.caller, job_id, data["priority"]).to_dict())
 
     @web.authenticated
     async def delete(self, job_id: str) -> None:
         """Cancel; with ``?purge=true`` remove a finished job's record and directory (204)."""
-        self.job(job_id)
+        self.api.job(self.caller, job_id)
         purge = self.get_query_argument("purge", "false").lower()
         if purge not in ("true", "false", "1", "0"):
             raise InvalidRequest(f"purge must be true or false, got {purge!r}")
-        if purge in ("true", "1"):  # in a thread: it may wait for the worker's release, and removes a directory
-            await IOLoop.current().run_in_executor(None, submit.purge, self.cluster.store, self.cluster.settings,
-                                                   job_id)
+        if purge in ("true", "1"):  # it may wait for the worker's release, and removes a directory
+            await self.in_thread(self.api.purge, self.caller, job_id)
             self.set_status(204)
             self.finish()
             return
-        # in a thread: the cancel renders the job's output.html
-        rec = await IOLoop.current().run_in_executor(None, submit.cancel, self.cluster.store, job_id,
-                                                     self.cluster.settings)
+        rec = await self.in_thread(self.api.cancel, self.caller, job_id)  # renders the job's output.html
         self.reply(rec.to_dict())
 
 
 class LogHandler(BaseHandler):
     @web.authenticated
     def get(self, job_id: str) -> None:
-        rec = self.job(job_id)
         raw = self.get_query_argument("offset", "0")
         try:
             offset = int(raw) if len(raw) <= 20 else -1
@@ -199,18 +195,14 @@ class LogHandler(BaseHandler):
                 raise ValueError
         except ValueError:
             raise InvalidRequest(f"offset must be a non-negative integer, got {raw!r}") from None
-        text, offset = read_log(self.cluster.settings.job_dir(job_id), offset, finished=rec.finished)
+        text, offset = self.api.log(self.caller, job_id, offset)
         self.reply({"text": text, "offset": offset})
 
 
 class OutputHandler(BaseHandler):
     @web.authenticated
     def get(self, job_id: str) -> None:
-        self.job(job_id)
-        path = self.cluster.settings.job_dir(job_id) / "output.ipynb"
-        if not path.exists():
-            raise NotFound(f"job {job_id} has no output notebook yet")
-        self.reply(json.loads(path.read_text()))
+        self.reply(self.api.output(self.caller, job_id))
 
 
 class MetricsHandler(BaseHandler):
@@ -218,12 +210,7 @@ class MetricsHandler(BaseHandler):
 
     @web.authenticated
     def get(self, job_id: str) -> None:
-        self.job(job_id)
-        self.reply({"metrics": read_metrics(self.cluster.settings.job_dir(job_id))})
-
-
-DOWNLOADS = {"ipynb": ("output.ipynb", "application/x-ipynb+json"), "html": (OUTPUT_HTML, "text/html; charset=utf-8"),
-             "zip": (None, "application/zip")}
+        self.reply({"metrics": self.api.metrics(self.caller, job_id)})
 
 
 class DownloadHandler(BaseHandler):
@@ -232,24 +219,16 @@ class DownloadHandler(BaseHandler):
 
     @web.authenticated
     async def get(self, job_id: str) -> None:
-        rec = self.job(job_id)
+        rec, job_dir = self.api.job_dir(self.caller, job_id)
         fmt = self.get_query_argument("format", "ipynb")
-        if fmt not in DOWNLOADS:
-            raise InvalidRequest(f"format must be one of {', '.join(DOWNLOADS)}, got {fmt!r}")
-        job_dir = self.cluster.settings.job_dir(job_id)
-        name, content_type = DOWNLOADS[fmt]
-        if name is not None and not (job_dir / name).is_file():
-            what = "output notebook" if fmt == "ipynb" else "HTML output"
-            raise NotFound(f"job {job_id} has no {what} yet")
-        if name is None and not job_dir.is_dir():
-            raise NotFound(f"job {job_id} has no directory")
-        self.set_header("Content-Type", content_type)
+        path = download_file(job_dir, job_id, fmt)
+        self.set_header("Content-Type", DOWNLOADS[fmt][1])
         self.set_header("Content-Disposition", f'attachment; filename="{download_name(rec, fmt)}"')
         with tempfile.TemporaryFile() as tmp:
-            if name is None:  # zipping a large directory must not stall other users' requests
-                await IOLoop.current().run_in_executor(None, zip_dir, job_dir, tmp)
+            if path is None:  # zipping a large directory must not stall other users' requests
+                await self.in_thread(zip_dir, job_dir, tmp)
             else:
-                await IOLoop.current().run_in_executor(None, _copy, job_dir / name, tmp)
+                await self.in_thread(_copy, path, tmp)
             tmp.seek(0)
             while chunk := tmp.read(IO_CHUNK_BYTES):
                 self.write(chunk)
@@ -267,13 +246,12 @@ class RerunHandler(BaseHandler):
 
     @web.authenticated
     def post(self, job_id: str) -> None:
-        self.job(job_id)
+        self.api.job(self.caller, job_id)
         data = self.body()
         for key in data:
             if key != "parameters":
                 raise InvalidRequest(f"unknown field {key!r}")
-        rec = submit.rerun(self.cluster.store, self.cluster.settings, job_id, data.get("parameters"), owner=self.user())
-        self.reply(rec.to_dict(), 201)
+        self.reply(self.api.rerun(self.caller, job_id, data.get("parameters")).to_dict(), 201)
 
 
 class OpenAPIHandler(BaseHandler):
@@ -283,31 +261,19 @@ class OpenAPIHandler(BaseHandler):
     def get(self) -> None:
         from .openapi import document
 
-        self.reply(document(self.base_url))
+        self.reply(document(self.api_url))
 
 
 class ClusterHandler(BaseHandler):
     @web.authenticated
     def get(self) -> None:
-        self.reply(self.cluster.status())
+        self.reply(self.api.status())
 
 
 class TimelineHandler(BaseHandler):
     @web.authenticated
     def get(self) -> None:
-        self.reply({"jobs": self.cluster.timeline(where=None if self.is_admin() else self.visible)})
-
-
-def _parameter(p: dict) -> dict:
-    text = p.get("default") or "None"
-    try:
-        value = ast.literal_eval(text)
-        json.dumps(value)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        value = text
-    kind = {bool: "bool", int: "int", float: "float", str: "str", type(None): "none", list: "list",
-            dict: "dict"}.get(type(value), "str")
-    return {"name": p["name"], "value": value, "type": kind, "help": p.get("help") or ""}
+        self.reply({"jobs": self.api.timeline(self.caller)})
 
 
 class ParametersHandler(BaseHandler):
@@ -315,18 +281,8 @@ class ParametersHandler(BaseHandler):
 
     @web.authenticated
     def get(self) -> None:
-        import papermill
-
         rel = self.relative_path(self.get_query_argument("path", ""), "path")
-        settings = self.cluster.settings
-        root = self.root
-        path = submit.resolve_notebook(settings, str(root / rel))
-        submit.read_notebook(path, rel)
-        try:
-            found = papermill.inspect_notebook(str(path))
-        except Exception as exc:
-            raise InvalidRequest(f"cannot read the parameters of {rel} ({exc.__class__.__name__})") from None
-        self.reply({"parameters": [_parameter(p) for p in found.values()]})
+        self.reply({"parameters": self.api.notebook_parameters(str(self.root / rel), rel)})
 
 
 class SweepsHandler(BaseHandler):
@@ -335,14 +291,10 @@ class SweepsHandler(BaseHandler):
 
     @web.authenticated
     def get(self) -> None:
-        from ..client.sweep import list_sweeps
-
-        sweeps = [s for s in list_sweeps(self.cluster) if self.is_admin() or s.record.owner == self.user()]
-        self.reply({"sweeps": [s.to_dict() for s in sweeps]})
+        self.reply({"sweeps": self.api.sweeps(self.caller)})
 
     @web.authenticated
     def post(self) -> None:
-        from ..client.sweep import submit_sweep
         from ..control.sweeps import JOB_OPTIONS
 
         data = self.body()
@@ -356,30 +308,21 @@ class SweepsHandler(BaseHandler):
         if not isinstance(spec, (dict, str)):
             raise InvalidRequest("spec must be a mapping or YAML text")
         root = self.root
-        notebook = str(root / notebook)  # notebook paths are relative to the server root
         options = {k: data[k] for k in JOB_OPTIONS if k in data}
-        sweep = submit_sweep(self.cluster, notebook, spec, owner=self.user(), base=root, allow_file=False, **options)
-        self.reply(sweep.to_dict(), 201)
+        sweep = self.api.create_sweep(self.caller, str(root / notebook), spec, base=root, allow_file=False, **options)
+        self.reply(sweep, 201)
 
 
 class SweepHandler(BaseHandler):
     """``GET /sweeps/{id}`` -> ``{"id", "jobs", "leaderboard"}``, 404 unknown; ``DELETE`` cancels it."""
 
-    def sweep(self, sweep_id: str):
-        from ..client.sweep import Sweep
-
-        sweep = Sweep(self.cluster, sweep_id)
-        if not (self.is_admin() or sweep.record.owner == self.user()):
-            raise NotFound(f"no sweep {sweep_id!r}")
-        return sweep
-
     @web.authenticated
     def get(self, sweep_id: str) -> None:
-        self.reply(self.sweep(sweep_id).to_dict())
+        self.reply(self.api.sweep(self.caller, sweep_id))
 
     @web.authenticated
     def delete(self, sweep_id: str) -> None:
-        self.reply(self.sweep(sweep_id).cancel().to_dict())
+        self.reply(self.api.cancel_sweep(self.caller, sweep_id))
 
 
 class SchedulesHandler(BaseHandler):
@@ -387,54 +330,33 @@ class SchedulesHandler(BaseHandler):
 
     @web.authenticated
     def get(self) -> None:
-        from ..control.schedules import list_schedules
-
-        records = [r for r in list_schedules(self.cluster.store) if self.is_admin() or r.owner == self.user()]
-        self.reply({"schedules": [r.to_dict() for r in records]})
+        self.reply({"schedules": [r.to_dict() for r in self.api.schedules(self.caller)]})
 
     @web.authenticated
     def post(self) -> None:
-        from ..control.schedules import create_schedule
-
         data = self.body()
         data["notebook"] = str(self.root / self.relative_path(data.get("notebook")))
-        cluster = self.cluster
-        rec = create_schedule(cluster.store, cluster.settings, data, owner=self.user())
-        self.reply(rec.to_dict(), 201)
+        self.reply(self.api.create_schedule(self.caller, data).to_dict(), 201)
 
 
 class ScheduleHandler(BaseHandler):
     """``GET``/``PATCH``/``DELETE /schedules/{id}`` (404 if unknown or not the user's)."""
 
-    def schedule(self, schedule_id: str):
-        from ..control.schedules import get_schedule
-
-        rec = get_schedule(self.cluster.store, schedule_id)
-        if not (self.is_admin() or rec.owner == self.user()):
-            raise NotFound(f"no schedule {schedule_id!r}")
-        return rec
-
     @web.authenticated
     def get(self, schedule_id: str) -> None:
-        self.reply(self.schedule(schedule_id).to_dict())
+        self.reply(self.api.schedule(self.caller, schedule_id).to_dict())
 
     @web.authenticated
     def patch(self, schedule_id: str) -> None:
-        from ..control.schedules import update_schedule
-
-        self.schedule(schedule_id)
+        self.api.schedule(self.caller, schedule_id)
         data = self.body()
         if "notebook" in data:
             data["notebook"] = str(self.root / self.relative_path(data["notebook"]))
-        cluster = self.cluster
-        self.reply(update_schedule(cluster.store, cluster.settings, schedule_id, data).to_dict())
+        self.reply(self.api.update_schedule(self.caller, schedule_id, data).to_dict())
 
     @web.authenticated
     def delete(self, schedule_id: str) -> None:
-        from ..control.schedules import delete_schedule
-
-        self.schedule(schedule_id)
-        delete_schedule(self.cluster.store, schedule_id)
+        self.api.delete_schedule(self.caller, schedule_id)
         self.set_status(204)
         self.finish()
 
@@ -460,8 +382,8 @@ class ModelsHandler(BaseHandler):
     def get(self) -> None:
         from ..serving.registry import list_models
 
-        settings = self.cluster.settings
-        jobs = [r.id for r in self.cluster.store.all() if self.visible(r)
+        settings = self.api.settings
+        jobs = [r.id for r in self.api.store.all() if self.caller.sees(r.owner)
                 and (settings.job_dir(r.id) / "model" / "model.pkl").is_file()]
         self.reply({"models": [_model_entry(m) for m in list_models(settings)], "jobs_with_model": jobs})
 
@@ -480,8 +402,8 @@ class ModelsHandler(BaseHandler):
             raise InvalidRequest("missing field 'name' (the model's name, e.g. digits)")
         if not JOB_RE.match(job_id):
             raise NotFound(f"no job {job_id!r}")
-        self.job(job_id)
-        self.reply(_model_entry(register_model(self.cluster.settings, job_id, name)), 201)
+        self.api.job(self.caller, job_id)
+        self.reply(_model_entry(register_model(self.api.settings, job_id, name)), 201)
 
 
 class ModelServingHandler(BaseHandler):
@@ -494,7 +416,7 @@ class ModelServingHandler(BaseHandler):
 
     @web.authenticated
     def get(self) -> None:
-        self.reply({"servers": [s.to_dict() for s in self.servers.list()]})
+        self.reply({"servers": [s.to_dict() for s in self.servers.list() if self.caller.sees(s.owner)]})
 
     @web.authenticated
     async def post(self) -> None:
@@ -504,7 +426,7 @@ class ModelServingHandler(BaseHandler):
                 raise InvalidRequest(f"unknown field {key!r} (give {{\"model\": \"NAME[:VERSION]\", \"port\": P}})")
         if "model" not in data:
             raise InvalidRequest("missing field 'model' (NAME or NAME:VERSION)")
-        server = await self.servers.start(self.cluster.settings, data["model"], data.get("port"), owner=self.user())
+        server = await self.servers.start(self.api.settings, data["model"], data.get("port"), owner=self.caller.name)
         self.reply(server.to_dict(), 201)
 
 
@@ -513,22 +435,28 @@ class ModelServerHandler(BaseHandler):
 
     servers = ModelServingHandler.servers  # and no POST: a server is started on /models/serving
 
+    def server(self, name: str):
+        server = self.servers.get(name)
+        if not self.caller.sees(server.owner):
+            raise NotFound(f"model {name!r} is not being served")
+        return server
+
     @web.authenticated
     def get(self, name: str) -> None:
-        self.reply(self.servers.get(name).to_dict())
+        self.reply(self.server(name).to_dict())
 
     @web.authenticated
     def delete(self, name: str) -> None:
-        server = self.servers.get(name)
-        if not (self.is_admin() or server.owner == self.user()):
-            raise NotFound(f"model {name!r} is not being served")
+        self.server(name)
         self.servers.stop(name)
         self.set_status(204)
         self.finish()
 
 
-def routes() -> list[tuple[str, type]]:
-    return [
+def routes(host: type = JupyterRoute, api: str = API) -> list[tuple[str, type]]:
+    """The handlers of every route under ``api``, each route's mixin served by the tornado handler
+    class ``host`` (the Jupyter extension's by default)."""
+    return [(pattern.replace(API, api, 1), type(route.__name__, (route, host), {})) for pattern, route in [
         (rf"{API}/jobs/?", JobsHandler),
         (rf"{API}/jobs/{ID}/?", JobHandler),
         (rf"{API}/jobs/{ID}/log/?", LogHandler),
@@ -547,4 +475,4 @@ def routes() -> list[tuple[str, type]]:
         (rf"{API}/models/serving/?", ModelServingHandler),
         (rf"{API}/models/serving/(?P<name>[^/]+)/?", ModelServerHandler),
         (rf"{API}/openapi.json", OpenAPIHandler),
-    ]
+    ]]

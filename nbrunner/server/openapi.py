@@ -10,9 +10,8 @@ import copy
 from typing import Any
 
 from ..core.config import JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX
-from ..core.models import PRIORITY_MAX, PRIORITY_MIN
+from ..core.models import PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, STATUSES
 
-STATUSES = ["queued", "running", "completed", "failed", "cancelled"]
 
 
 def _ref(name: str) -> dict:
@@ -48,8 +47,8 @@ JOB = {
     "description": "A job record (README: the job record).",
     "properties": {
         "id": {"type": "string"}, "name": {"type": "string"}, "notebook": {"type": "string"},
-        "parameters": OBJ, "status": {"type": "string", "enum": STATUSES},
-        "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX},
+        "parameters": OBJ, "status": {"type": "string", "enum": list(STATUSES)},
+        "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX, "default": PRIORITY_DEFAULT},
         "min_gpus": {"type": "integer"}, "max_gpus": {"type": "integer"}, "gpus": {"type": "integer"},
         "owner": {"type": "string"},
         "created_at": {"type": "string", "format": "date-time"},
@@ -61,8 +60,9 @@ JOB = {
         "schedule": {"type": "string", "nullable": True, "description": "the schedule this job is a run of"},
         "history": {"type": "array", "description": "one entry per status change, oldest first",
                     "items": {"type": "object", "properties": {
-                        "status": {"type": "string", "enum": STATUSES},
-                        "at": {"type": "string", "format": "date-time"}}}},
+                        "status": {"type": "string", "enum": list(STATUSES)},
+                        "at": {"type": "string", "format": "date-time"},
+                        "reason": {"type": "string", "description": "why the job went back to the queue"}}}},
     },
 }
 
@@ -72,7 +72,7 @@ JOB_REQUEST = {
         "notebook": {"type": "string", "description": "path relative to the server root"},
         "parameters": OBJ, "name": {"type": "string"},
         "min_gpus": {"type": "integer", "minimum": 0}, "max_gpus": {"type": "integer", "minimum": 0},
-        "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX},
+        "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX, "default": PRIORITY_DEFAULT},
         "timeout": {"type": "number", "exclusiveMinimum": 0}, "kernel": {"type": "string"},
     },
 }
@@ -102,7 +102,7 @@ MODEL_SERVER = {"type": "object", "properties": {
 PATHS: dict[str, dict[str, Any]] = {
     "/jobs": {
         "get": {"summary": "List the jobs visible to the caller, newest first",
-                "parameters": [_query("status", {"type": "string", "enum": STATUSES}, "only jobs in this status"),
+                "parameters": [_query("status", {"type": "string", "enum": list(STATUSES)}, "only jobs in this status"),
                                _query("schedule", {"type": "string"}, "only the runs of this schedule"),
                                _query("limit", {"type": "integer", "minimum": 1, "maximum": JOBS_PAGE_MAX,
                                                 "default": JOBS_PAGE_DEFAULT}, "at most this many jobs"),
@@ -271,8 +271,8 @@ DOCUMENT: dict[str, Any] = {
 }
 
 
-def document(base_url: str = "/") -> dict[str, Any]:
-    """The OpenAPI document, its server URL under the Jupyter server's ``base_url``."""
+def document(api_url: str = "/nbrunner/api") -> dict[str, Any]:
+    """The OpenAPI document of the API served at ``api_url``."""
     doc = copy.deepcopy(DOCUMENT)
-    doc["servers"] = [{"url": base_url.rstrip("/") + "/nbrunner/api"}]
+    doc["servers"] = [{"url": api_url.rstrip("/")}]
     return doc

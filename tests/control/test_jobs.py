@@ -2,16 +2,13 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
-import time
-from pathlib import Path
 
 import psutil
 import pytest
 
 import nbrunner
-from nbrunner.core.errors import Conflict, InvalidRequest, NotFound
+from nbrunner.core.errors import Conflict, NotFound
 
 from support import make_notebook, wait_for
 

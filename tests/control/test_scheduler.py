@@ -1,7 +1,6 @@
 """The allocator service on real CPU slots: gangs, elastic rebalancing, lost workers, standby."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

@@ -126,14 +126,16 @@ def test_tunables_are_named_once_with_a_doc():
                 constants.add(name)
                 assert lines[node.lineno - 2].startswith("#: "), f"{name} has no #: line above it"
     # the names these values had before they moved here: a module that brings one back defines a tunable twice
-    constants |= {"EVERY_S", "BATCH", "LOCK_TTL_MS", "RETRY_INTERVAL", "KILL_AFTER_S", "RESTART_CHECK_S", "START_TIMEOUT",
-                  "STOP_TIMEOUT", "SHOWN", "DEFAULT_LIMIT", "MAX_LIMIT", "CHUNK", "DRAIN_LIMIT", "HEARTBEAT_INTERVAL",
-                  "WORKER_TTL", "LEASE_TTL", "DEFAULT_RETRIES", "DEFAULT_KERNEL"}
+    constants |= {"EVERY_S", "BATCH", "LOCK_TTL_MS", "RETRY_INTERVAL", "KILL_AFTER_S", "RESTART_CHECK_S",
+                  "START_TIMEOUT", "STOP_TIMEOUT", "SHOWN", "DEFAULT_LIMIT", "MAX_LIMIT", "CHUNK", "DRAIN_LIMIT",
+                  "HEARTBEAT_INTERVAL", "WORKER_TTL", "LEASE_TTL", "DEFAULT_RETRIES", "DEFAULT_KERNEL", "MIN_PORT",
+                  "MAX_GPUS"}
     for path, tree in modules().items():
         if path == "core/config.py" or path in NOT_MOVED_YET:
             continue
         for node in tree.body:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+            targets = (node.targets if isinstance(node, ast.Assign)
+                       else [node.target] if isinstance(node, ast.AnnAssign) else [])
             names = {t.id for t in targets if isinstance(t, ast.Name)}
             names |= {e.id for t in targets if isinstance(t, ast.Tuple) for e in t.elts if isinstance(e, ast.Name)}
             assert not names & constants, f"{path} defines {names & constants}: import it from nbrunner.core.config"

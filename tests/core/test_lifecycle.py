@@ -12,7 +12,7 @@ from nbrunner.core.lifecycle import (
     RenderHtml, SetPriority, SlotsHeld, Start, StopRun, StoppedEarly, Timeout, TrainingOver, Undispatch, WorkerLost,
     settle_event, submitted, transition,
 )
-from nbrunner.core.models import JobPhase, JobRecord, JobStatus
+from nbrunner.core.models import JobPhase, JobRecord
 
 T = "2026-01-01T00:00:05.000Z"
 SLOT = (("h", 0),)

@@ -5,7 +5,6 @@ attempt fails with a clear error and is retried), nothing queued is lost, no slo
 granted twice, and the time to recover is printed."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time

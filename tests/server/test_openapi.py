@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-from nbrunner.server.handlers import API, BaseHandler, routes
+from tornado.web import RequestHandler
+
+from nbrunner.server.handlers import API, routes
 from nbrunner.server.openapi import document
 
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -23,7 +25,7 @@ def served() -> set[tuple[str, str]]:
     out = set()
     for pattern, handler in routes():
         for method in METHODS:
-            if getattr(handler, method) is not getattr(BaseHandler, method):
+            if getattr(handler, method) is not getattr(RequestHandler, method):
                 out.add((openapi_path(pattern), method))
     return out
 
@@ -39,7 +41,7 @@ def test_every_route_is_documented_and_every_documented_route_is_served():
 
 
 def test_the_document_is_well_formed():
-    doc = document("/base/")
+    doc = document("/base/nbrunner/api")
     assert doc["openapi"].startswith("3.") and doc["servers"] == [{"url": "/base/nbrunner/api"}]
     schemas = doc["components"]["schemas"]
     for path, item in doc["paths"].items():
@@ -56,3 +58,27 @@ def test_a_new_route_without_docs_is_caught():
     doc = document()
     del doc["paths"]["/jobs/{job_id}/rerun"]
     assert served() - documented(doc) == {("/jobs/{job_id}/rerun", "post")}
+
+
+def test_statuses_and_priority_bounds_come_from_the_record_model():
+    from nbrunner.core.models import PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, STATUSES, JobRecord, JobRequest
+
+    schemas = document()["components"]["schemas"]
+    for name in ("Job", "JobRequest"):
+        priority = schemas[name]["properties"]["priority"]
+        assert (priority["minimum"], priority["maximum"]) == (PRIORITY_MIN, PRIORITY_MAX), name
+    assert schemas["Job"]["properties"]["status"]["enum"] == list(STATUSES)
+    assert schemas["JobRequest"]["properties"]["priority"]["default"] == PRIORITY_DEFAULT
+    assert JobRequest(notebook="a").priority == JobRecord(id="a", name="a", notebook="a").priority == PRIORITY_DEFAULT
+    listing = document()["paths"]["/jobs"]["get"]["parameters"]
+    assert next(p for p in listing if p["name"] == "status")["schema"]["enum"] == list(STATUSES)
+
+
+def test_the_cli_offers_the_same_statuses_and_default_priority():
+    import inspect
+
+    from nbrunner.client import cli
+    from nbrunner.core.models import PRIORITY_DEFAULT, STATUSES
+
+    assert cli.STATUSES is STATUSES
+    assert inspect.signature(cli.submit).parameters["priority"].default.default == PRIORITY_DEFAULT

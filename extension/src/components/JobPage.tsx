@@ -15,6 +15,7 @@ import {
 } from '../api';
 import { CANCELLABLE_STATUSES, JOBS_POLL_MS } from '../constants';
 import { formatDuration, jobElapsed, parseTime, PALETTE } from '../format';
+import { gpuSeries, metricSeries } from '../job-charts';
 import { PollingWidget } from '../polling-widget';
 import {
   DownloadFormat,
@@ -24,6 +25,7 @@ import {
   ITimelinePoint,
   JSONValue
 } from '../types';
+import { ActionButton } from './ActionButton';
 import { LineChart } from './LineChart';
 import { StatusBadge } from './StatusBadge';
 
@@ -45,40 +47,6 @@ export namespace JobPage {
     actions: IActions;
     interval?: number;
   }
-}
-
-/** Keys of a metrics row that are not metrics (the x axis, bookkeeping). */
-const NOT_METRICS = ['time', 'progress', 'step', 'steps', 'epoch', 'iteration'];
-const X_KEYS = ['step', 'epoch', 'iteration'];
-
-export interface IMetricSeries {
-  name: string;
-  x: string;
-  points: Array<[number, number]>;
-}
-
-/** One series per numeric metric: against its row's step/epoch if any, else its count. */
-export function metricSeries(rows: IMetricsRow[]): IMetricSeries[] {
-  const series = new Map<string, IMetricSeries>();
-  for (const row of rows) {
-    if (!row || typeof row !== 'object') {
-      continue;
-    }
-    const xKey = X_KEYS.find(k => typeof row[k] === 'number');
-    for (const [name, value] of Object.entries(row)) {
-      if (NOT_METRICS.includes(name) || typeof value !== 'number') {
-        continue;
-      }
-      let s = series.get(name);
-      if (!s) {
-        s = { name, x: xKey ?? 'record', points: [] };
-        series.set(name, s);
-      }
-      const x = xKey ? (row[xKey] as number) : s.points.length + 1;
-      s.points.push([x, value]);
-    }
-  }
-  return Array.from(series.values());
 }
 
 function formatTime(value: string | null | undefined): string {
@@ -273,62 +241,54 @@ export class JobPage extends PollingWidget {
       );
     return (
       <div className="nbrunner-JobPage-actions" role="toolbar" aria-label="Job actions">
-        <button
-          type="button"
-          className="nbrunner-Button"
-          data-testid="nbrunner-jobpage-open-output"
+        <ActionButton
+          testid="nbrunner-jobpage-open-output"
           disabled={!hasOutput || this._gone}
           title={hasOutput ? 'Open the executed notebook, read-only' : 'No output yet'}
           onClick={() => this._actions.openOutput(job)}
         >
           Open output
-        </button>
-        <button
-          type="button"
-          className="nbrunner-Button"
-          data-testid="nbrunner-jobpage-log"
+        </ActionButton>
+        <ActionButton
+          testid="nbrunner-jobpage-log"
           onClick={() => this._actions.openLog(job)}
         >
           Log
-        </button>
+        </ActionButton>
         <span className="nbrunner-JobPage-downloads" aria-label="Download">
           <span className="nbrunner-JobPage-label">Download</span>
           {download('ipynb', 'executed notebook')}
           {download('html', 'executed notebook as HTML')}
           {download('zip', 'job directory as a zip')}
         </span>
-        <button
-          type="button"
-          className="nbrunner-Button"
-          data-testid="nbrunner-jobpage-rerun"
+        <ActionButton
+          testid="nbrunner-jobpage-rerun"
           disabled={busy}
           title="Run again from the same notebook snapshot, with the same or edited parameters"
           onClick={() => this._actions.rerun(job)}
         >
           Re-run…
-        </button>
+        </ActionButton>
         {CANCELLABLE_STATUSES.includes(job.status) && (
-          <button
-            type="button"
-            className="nbrunner-Button nbrunner-Button-warn"
-            data-testid="nbrunner-jobpage-cancel"
+          <ActionButton
+            testid="nbrunner-jobpage-cancel"
+            tone="warn"
             disabled={busy}
             onClick={() => void this._run('cancel', () => this._actions.cancel(job))}
           >
             Cancel
-          </button>
+          </ActionButton>
         )}
         {ended && (
-          <button
-            type="button"
-            className="nbrunner-Button nbrunner-Button-warn"
-            data-testid="nbrunner-jobpage-delete"
+          <ActionButton
+            testid="nbrunner-jobpage-delete"
+            tone="warn"
             disabled={busy}
             title="Delete the job's record and directory"
             onClick={() => void this._run('delete', () => this._actions.remove(job))}
           >
             Delete…
-          </button>
+          </ActionButton>
         )}
       </div>
     );
@@ -432,19 +392,7 @@ export class JobPage extends PollingWidget {
 
   private _renderCharts(job: IJob): React.ReactElement {
     const series = metricSeries(this._metrics);
-    const t0 = parseTime(this._gpus[0]?.t);
-    const gpuPoints: Array<[number, number]> = [];
-    for (const p of this._gpus) {
-      const t = parseTime(p.t);
-      if (t !== null && t0 !== null) {
-        gpuPoints.push([(t - t0) / 1000, p.gpus]);
-      }
-    }
-    const running = !isFinished(job.status);
-    const xEnd =
-      running && t0 !== null && gpuPoints.length
-        ? Math.max((Date.now() - t0) / 1000, gpuPoints[gpuPoints.length - 1][0])
-        : undefined;
+    const { points: gpuPoints, xEnd } = gpuSeries(this._gpus, !isFinished(job.status), Date.now());
     return (
       <section className="nbrunner-JobPage-section" data-testid="nbrunner-jobpage-charts">
         <h3>Over time</h3>

@@ -4,6 +4,7 @@ import * as React from 'react';
 import { CANCELLABLE_STATUSES } from '../constants';
 import { jobElapsed, latestMetric, metricsTitle } from '../format';
 import { IJob } from '../types';
+import { ActionButton } from './ActionButton';
 import { PriorityInput } from './PriorityInput';
 import { ProgressBar } from './ProgressBar';
 import { StatusBadge } from './StatusBadge';
@@ -101,60 +102,52 @@ export function JobRow(props: IJobRowProps): React.ReactElement {
         <PriorityInput job={job} onCommit={handlers.onPriority} />
         <span className="nbrunner-JobRow-actions">
           {cancellable && (
-            <button
-              type="button"
-              className="nbrunner-Button nbrunner-Button-warn"
-              data-testid="nbrunner-job-cancel"
-              aria-label={`Cancel job ${label}`}
+            <ActionButton
+              testid="nbrunner-job-cancel"
+              label={`Cancel job ${label}`}
               title="Cancel this job"
+              tone="warn"
               disabled={props.busy}
               onClick={() => handlers.onCancel(job)}
             >
               Cancel
-            </button>
+            </ActionButton>
           )}
-          <button
-            type="button"
-            className="nbrunner-Button"
-            data-testid="nbrunner-job-details"
-            aria-label={`Open the page of job ${label}`}
+          <ActionButton
+            testid="nbrunner-job-details"
+            label={`Open the page of job ${label}`}
             title="The job's page: parameters, history, charts, downloads, re-run, delete"
             onClick={() => handlers.onDetails(job)}
           >
             Details
-          </button>
-          <button
-            type="button"
-            className="nbrunner-Button"
-            data-testid="nbrunner-job-log"
-            aria-label={`Show the log of job ${label}`}
+          </ActionButton>
+          <ActionButton
+            testid="nbrunner-job-log"
+            label={`Show the log of job ${label}`}
             title="Tail the job's log (with its learners' logs once it has finished)"
             onClick={() => handlers.onLog(job)}
           >
             Log
-          </button>
-          <button
-            type="button"
-            className="nbrunner-Button"
-            data-testid="nbrunner-job-open-output"
-            aria-label={`Open the executed notebook of job ${label}, read-only`}
+          </ActionButton>
+          <ActionButton
+            testid="nbrunner-job-open-output"
+            label={`Open the executed notebook of job ${label}, read-only`}
             title={hasOutput ? `Open ${job.output} read-only (no kernel)` : 'No executed notebook yet'}
             disabled={!hasOutput}
             onClick={() => handlers.onOpen(job)}
           >
             Output
-          </button>
+          </ActionButton>
           {registrable && (
-            <button
-              type="button"
-              className="nbrunner-Button nbrunner-JobRow-register"
-              data-testid="nbrunner-job-register"
-              aria-label={`Register the model of job ${label}`}
+            <ActionButton
+              testid="nbrunner-job-register"
+              label={`Register the model of job ${label}`}
               title="Register the model this job saved, under a name (see the Models panel)"
+              className="nbrunner-JobRow-register"
               onClick={() => handlers.onRegister!(job)}
             >
               Register model
-            </button>
+            </ActionButton>
           )}
         </span>
       </div>

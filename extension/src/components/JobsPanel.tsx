@@ -16,13 +16,16 @@ import {
   setPriority
 } from '../api';
 import { JOBS_POLL_MS, STATUSES } from '../constants';
-import { parseTime } from '../format';
 import { jobsIcon } from '../icons';
+import { groupJobs } from '../ordering';
 import { PollingWidget } from '../polling-widget';
 import { ICluster, IJob } from '../types';
+import { ActionButton } from './ActionButton';
+import { Banner } from './Banner';
 import { ClusterSummary } from './ClusterSummary';
 import { confirmCancel } from './confirmCancel';
 import { IRowHandlers, JobRow } from './JobRow';
+import { PanelHeader } from './PanelHeader';
 import { ISweepState, SweepGroup } from './SweepGroup';
 
 export namespace JobsPanel {
@@ -45,37 +48,6 @@ export namespace JobsPanel {
     /** Poll interval in ms while visible. */
     interval?: number;
   }
-}
-
-type Entry =
-  | { kind: 'job'; job: IJob }
-  | { kind: 'sweep'; id: string; jobs: IJob[] };
-
-/** Jobs newest first, the trials of a sweep grouped where its newest trial is. */
-export function groupJobs(jobs: IJob[]): Entry[] {
-  const sorted = jobs
-    .slice()
-    .sort(
-      (a, b) =>
-        (parseTime(b.created_at) ?? 0) - (parseTime(a.created_at) ?? 0) ||
-        (a.id < b.id ? 1 : -1)
-    );
-  const entries: Entry[] = [];
-  const groups = new Map<string, IJob[]>();
-  for (const job of sorted) {
-    if (job.sweep) {
-      let group = groups.get(job.sweep);
-      if (!group) {
-        group = [];
-        groups.set(job.sweep, group);
-        entries.push({ kind: 'sweep', id: job.sweep, jobs: group });
-      }
-      group.push(job);
-    } else {
-      entries.push({ kind: 'job', job });
-    }
-  }
-  return entries;
 }
 
 export class JobsPanel extends PollingWidget {
@@ -248,94 +220,73 @@ export class JobsPanel extends PollingWidget {
     const entries = groupJobs(jobs ?? []);
     return (
       <div className="nbrunner-JobsPanel-content">
-        <div className="nbrunner-JobsPanel-header">
-          <h2 className="nbrunner-JobsPanel-title">nbrunner jobs</h2>
-          <div className="nbrunner-JobsPanel-tools">
-            <label
-              className="nbrunner-JobsPanel-filterLabel"
-              htmlFor="nbrunner-jobs-filter"
+        <PanelHeader title="nbrunner jobs">
+          <label
+            className="nbrunner-JobsPanel-filterLabel"
+            htmlFor="nbrunner-jobs-filter"
+          >
+            Show
+          </label>
+          <select
+            id="nbrunner-jobs-filter"
+            className="nbrunner-Select"
+            data-testid="nbrunner-jobs-filter"
+            value={this._filter}
+            onChange={e => {
+              this._filter = e.target.value;
+              this.update();
+              void this.refresh();
+            }}
+          >
+            <option value="">all</option>
+            {STATUSES.map(s => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+          <ActionButton
+            testid="nbrunner-refresh"
+            label="Refresh jobs"
+            title="Refresh jobs"
+            onClick={() => void this.refresh()}
+          >
+            Refresh
+          </ActionButton>
+          <ActionButton
+            testid="nbrunner-open-cluster"
+            label="Open the cluster view"
+            title="Open the cluster view: slots per host and GPU timeline"
+            onClick={() => this._options.openCluster()}
+          >
+            Cluster
+          </ActionButton>
+          {this._options.openSchedules && (
+            <ActionButton
+              testid="nbrunner-open-schedules"
+              label="Open the schedules view"
+              title="Schedules: notebooks that run on a clock"
+              onClick={() => this._options.openSchedules?.()}
             >
-              Show
-            </label>
-            <select
-              id="nbrunner-jobs-filter"
-              className="nbrunner-Select"
-              data-testid="nbrunner-jobs-filter"
-              value={this._filter}
-              onChange={e => {
-                this._filter = e.target.value;
-                this.update();
-                void this.refresh();
-              }}
-            >
-              <option value="">all</option>
-              {STATUSES.map(s => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-            <button
-              type="button"
-              className="nbrunner-Button"
-              data-testid="nbrunner-refresh"
-              aria-label="Refresh jobs"
-              title="Refresh jobs"
-              onClick={() => void this.refresh()}
-            >
-              Refresh
-            </button>
-            <button
-              type="button"
-              className="nbrunner-Button"
-              data-testid="nbrunner-open-cluster"
-              aria-label="Open the cluster view"
-              title="Open the cluster view: slots per host and GPU timeline"
-              onClick={() => this._options.openCluster()}
-            >
-              Cluster
-            </button>
-            {this._options.openSchedules && (
-              <button
-                type="button"
-                className="nbrunner-Button"
-                data-testid="nbrunner-open-schedules"
-                aria-label="Open the schedules view"
-                title="Schedules: notebooks that run on a clock"
-                onClick={() => this._options.openSchedules?.()}
-              >
-                Schedules
-              </button>
-            )}
-          </div>
-        </div>
+              Schedules
+            </ActionButton>
+          )}
+        </PanelHeader>
 
         {this._cluster && <ClusterSummary cluster={this._cluster} />}
 
         {this._error && (
-          <div
-            className={
-              'nbrunner-Banner ' +
-              (this._unavailable ? 'nbrunner-Banner-error' : 'nbrunner-Banner-warn')
-            }
-            data-testid="nbrunner-jobs-error"
-            role="alert"
-          >
+          <Banner tone={this._unavailable ? 'error' : 'warn'} testid="nbrunner-jobs-error">
             <p>
               {this._unavailable || jobs === null
                 ? 'Cannot list jobs. '
                 : 'Could not refresh the job list. '}
               {this._error}
             </p>
-            <button
-              type="button"
-              className="nbrunner-Button"
-              data-testid="nbrunner-retry"
-              onClick={() => void this.refresh()}
-            >
+            <ActionButton testid="nbrunner-retry" onClick={() => void this.refresh()}>
               Retry
-            </button>
-          </div>
+            </ActionButton>
+          </Banner>
         )}
 
         {jobs === null && !this._error && (

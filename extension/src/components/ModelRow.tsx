@@ -2,7 +2,8 @@
 import * as React from 'react';
 
 import { parseTime } from '../format';
-import { IModel, IModelServer } from '../models-api';
+import { IModel, IModelServer } from '../types';
+import { ActionButton } from './ActionButton';
 
 export interface IModelRowProps {
   model: IModel;
@@ -80,24 +81,21 @@ export function ModelRow(props: IModelRowProps): React.ReactElement {
             >
               {server!.url}
             </a>
-            <button
-              type="button"
-              className="nbrunner-Button nbrunner-Button-warn"
-              data-testid="nbrunner-model-stop"
-              aria-label={`Stop serving ${label}`}
+            <ActionButton
+              testid="nbrunner-model-stop"
+              label={`Stop serving ${label}`}
               title={`Stop the server of ${label} (pid ${server!.pid})`}
+              tone="warn"
               disabled={props.busy}
               onClick={() => props.onStop(server!)}
             >
               {props.busy ? 'Stopping…' : 'Stop'}
-            </button>
+            </ActionButton>
           </>
         ) : (
-          <button
-            type="button"
-            className="nbrunner-Button"
-            data-testid="nbrunner-model-serve"
-            aria-label={`Serve ${label}`}
+          <ActionButton
+            testid="nbrunner-model-serve"
+            label={`Serve ${label}`}
             title={
               servingOther
                 ? `${server!.model} is being served: stop it first`
@@ -107,7 +105,7 @@ export function ModelRow(props: IModelRowProps): React.ReactElement {
             onClick={() => props.onServe(model)}
           >
             {props.busy ? 'Starting…' : 'Serve'}
-          </button>
+          </ActionButton>
         )}
       </div>
     </li>

@@ -6,28 +6,22 @@
 import { Notification } from '@jupyterlab/apputils';
 import * as React from 'react';
 
-import { errorMessage } from '../api';
-import { MODELS_POLL_MS } from '../constants';
-import { modelsIcon } from '../icons';
 import {
-  IModel,
-  IModelServer,
+  errorMessage,
   listModels,
   listModelServers,
   startModelServer,
   stopModelServer
-} from '../models-api';
+} from '../api';
+import { MODELS_POLL_MS } from '../constants';
+import { modelsIcon } from '../icons';
+import { sortModels } from '../ordering';
 import { PollingWidget } from '../polling-widget';
+import { IModel, IModelServer } from '../types';
+import { ActionButton } from './ActionButton';
+import { Banner } from './Banner';
 import { ModelRow } from './ModelRow';
-
-/** Models by name, newest version first within a name. */
-export function sortModels(models: IModel[]): IModel[] {
-  return models
-    .slice()
-    .sort((a, b) =>
-      a.name === b.name ? b.version - a.version : a.name < b.name ? -1 : 1
-    );
-}
+import { PanelHeader } from './PanelHeader';
 
 export class ModelsPanel extends PollingWidget {
   constructor(options: { interval?: number } = {}) {
@@ -114,29 +108,20 @@ export class ModelsPanel extends PollingWidget {
     const models = this._models;
     return (
       <div className="nbrunner-JobsPanel-content">
-        <div className="nbrunner-JobsPanel-header">
-          <h2 className="nbrunner-JobsPanel-title">nbrunner models</h2>
-          <div className="nbrunner-JobsPanel-tools">
-            <button
-              type="button"
-              className="nbrunner-Button"
-              data-testid="nbrunner-models-refresh"
-              aria-label="Refresh models"
-              title="Refresh models"
-              onClick={() => void this.refresh()}
-            >
-              Refresh
-            </button>
-          </div>
-        </div>
-        {this._error && (
-          <div
-            className="nbrunner-Banner nbrunner-Banner-warn"
-            data-testid="nbrunner-models-error"
-            role="alert"
+        <PanelHeader title="nbrunner models">
+          <ActionButton
+            testid="nbrunner-models-refresh"
+            label="Refresh models"
+            title="Refresh models"
+            onClick={() => void this.refresh()}
           >
+            Refresh
+          </ActionButton>
+        </PanelHeader>
+        {this._error && (
+          <Banner tone="warn" testid="nbrunner-models-error">
             <p>Cannot list models. {this._error}</p>
-          </div>
+          </Banner>
         )}
         {models === null && !this._error && (
           <p className="nbrunner-Empty">Loading models…</p>

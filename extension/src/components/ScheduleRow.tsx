@@ -1,9 +1,10 @@
 /** One schedule in the Schedules view: name, notebook, timing, next/last run, controls. */
 import * as React from 'react';
 
-import { parseTime } from '../format';
+import { parseTime, relativeTime } from '../format';
 import { describeTiming } from '../schedule';
 import { ISchedule } from '../types';
+import { ActionButton } from './ActionButton';
 
 /** "in 3s", "12s ago", "–": relative to `now`, with the local time as the tooltip. */
 export function RelativeTime(props: {
@@ -15,23 +16,13 @@ export function RelativeTime(props: {
   if (ms === null) {
     return <span data-testid={props.testid}>–</span>;
   }
-  const delta = Math.round((ms - props.now) / 1000);
-  const span = Math.abs(delta);
-  const text =
-    span < 60
-      ? `${span}s`
-      : span < 3600
-        ? `${Math.round(span / 60)} min`
-        : span < 86400 * 2
-          ? `${Math.round(span / 3600)} h`
-          : `${Math.round(span / 86400)} d`;
   return (
     <time
       dateTime={props.at ?? undefined}
       title={new Date(ms).toLocaleString()}
       data-testid={props.testid}
     >
-      {delta >= 0 ? `in ${text}` : `${text} ago`}
+      {relativeTime(ms, props.now)}
     </time>
   );
 }
@@ -116,36 +107,31 @@ export function ScheduleRow(props: {
         </span>
       </td>
       <td className="nbrunner-ScheduleRow-actions" onClick={e => e.stopPropagation()}>
-        <button
-          type="button"
-          className="nbrunner-Button"
-          data-testid={s.paused ? 'nbrunner-schedule-resume' : 'nbrunner-schedule-pause'}
-          aria-label={`${s.paused ? 'Resume' : 'Pause'} schedule ${label}`}
+        <ActionButton
+          testid={s.paused ? 'nbrunner-schedule-resume' : 'nbrunner-schedule-pause'}
+          label={`${s.paused ? 'Resume' : 'Pause'} schedule ${label}`}
           disabled={busy}
           onClick={() => handlers.onPause(s, !s.paused)}
         >
           {s.paused ? 'Resume' : 'Pause'}
-        </button>
-        <button
-          type="button"
-          className="nbrunner-Button"
-          data-testid="nbrunner-schedule-edit"
-          aria-label={`Edit schedule ${label}`}
+        </ActionButton>
+        <ActionButton
+          testid="nbrunner-schedule-edit"
+          label={`Edit schedule ${label}`}
           disabled={busy}
           onClick={() => handlers.onEdit(s)}
         >
           Edit
-        </button>
-        <button
-          type="button"
-          className="nbrunner-Button nbrunner-mod-danger"
-          data-testid="nbrunner-schedule-delete"
-          aria-label={`Delete schedule ${label}`}
+        </ActionButton>
+        <ActionButton
+          testid="nbrunner-schedule-delete"
+          label={`Delete schedule ${label}`}
+          tone="danger"
           disabled={busy}
           onClick={() => handlers.onDelete(s)}
         >
           Delete
-        </button>
+        </ActionButton>
       </td>
     </tr>
   );

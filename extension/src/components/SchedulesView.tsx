@@ -18,13 +18,16 @@ import {
   updateSchedule
 } from '../api';
 import { JOBS_POLL_MS } from '../constants';
-import { parseTime } from '../format';
+import { newestFirst } from '../ordering';
+import { PollingWidget } from '../polling-widget';
 import { IJob, ISchedule } from '../types';
+import { ActionButton } from './ActionButton';
+import { Banner } from './Banner';
 import { confirmCancel } from './confirmCancel';
 import { confirmDeleteSchedule } from './confirmDeleteSchedule';
 import { IRowHandlers, JobRow } from './JobRow';
+import { PanelHeader } from './PanelHeader';
 import { IScheduleHandlers, ScheduleRow } from './ScheduleRow';
-import { PollingWidget } from '../polling-widget';
 
 /** A clock face: schedules. */
 const SCHEDULE_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
@@ -88,15 +91,7 @@ export class SchedulesView extends PollingWidget {
     }
     if (selected === this._selected) {
       if (runs.status === 'fulfilled') {
-        this._runs = runs.value
-          ? runs.value.jobs
-              .slice()
-              .sort(
-                (a, b) =>
-                  (parseTime(b.created_at) ?? 0) - (parseTime(a.created_at) ?? 0) ||
-                  (a.id < b.id ? 1 : -1)
-              )
-          : null;
+        this._runs = runs.value ? newestFirst(runs.value.jobs) : null;
         this._runsError = null;
       } else {
         this._runsError = errorMessage(runs.reason);
@@ -199,24 +194,17 @@ export class SchedulesView extends PollingWidget {
     const handlers = this._scheduleHandlers();
     return (
       <div className="nbrunner-SchedulesView-content">
-        <div className="nbrunner-JobsPanel-header">
-          <h2 className="nbrunner-JobsPanel-title">nbrunner schedules</h2>
-          <div className="nbrunner-JobsPanel-tools">
-            <button
-              type="button"
-              className="nbrunner-Button"
-              data-testid="nbrunner-schedules-refresh"
-              aria-label="Refresh schedules"
-              onClick={() => void this.refresh()}
-            >
-              Refresh
-            </button>
-          </div>
-        </div>
+        <PanelHeader title="nbrunner schedules">
+          <ActionButton
+            testid="nbrunner-schedules-refresh"
+            label="Refresh schedules"
+            onClick={() => void this.refresh()}
+          >
+            Refresh
+          </ActionButton>
+        </PanelHeader>
         {this._error && (
-          <div className="nbrunner-Banner nbrunner-Banner-error" role="alert">
-            {this._error}
-          </div>
+          <Banner tone="error">{this._error}</Banner>
         )}
         {schedules === null ? (
           <p className="nbrunner-Empty">Loading schedules…</p>
@@ -269,9 +257,7 @@ export class SchedulesView extends PollingWidget {
               </span>
             </h3>
             {this._runsError && (
-              <div className="nbrunner-Banner nbrunner-Banner-warn" role="alert">
-                {this._runsError}
-              </div>
+              <Banner tone="warn">{this._runsError}</Banner>
             )}
             {this._runs && this._runs.length === 0 && (
               <p className="nbrunner-Empty" data-testid="nbrunner-schedule-runs-empty">

@@ -7,8 +7,6 @@ import { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
 import * as React from 'react';
 
-import { DEFAULT_PRIORITY } from '../constants';
-import { inferType, valueToInput } from '../params';
 import {
   defaultWhen,
   IWhenValues,
@@ -26,7 +24,7 @@ import {
   FieldErrors,
   IFormValues,
   IGpuBounds,
-  IParamField,
+  initialValues,
   toRequest,
   validate
 } from '../validation';
@@ -62,40 +60,10 @@ export class SubmitForm extends ReactWidget {
     this._gpuSource = gpus?.source ?? null;
     this._modes = options.modes ?? ['now', 'schedule', 'sweep'];
     this._when = options.when ?? defaultWhen(this._modes[0]);
-    const values = options.values ?? {};
-    const params: IParamField[] = options.parameters.map(p => {
-      const type = String(p.type || inferType(p.value ?? null));
-      const value = p.name in values ? values[p.name] : (p.value ?? null);
-      const field: IParamField = {
-        name: p.name,
-        type,
-        input: valueToInput(type, value),
-        help: p.help ?? undefined
-      };
-      if (gpus?.minParam === p.name) {
-        field.mirrors = 'minGpus';
-      } else if (gpus?.maxParam === p.name) {
-        field.mirrors = 'maxGpus';
-      }
-      return field;
+    this._values = initialValues(options.parameters, options.defaultName, gpus, {
+      values: options.values,
+      options: options.options
     });
-    let min = gpus?.min ?? 0;
-    let max = gpus?.max ?? null;
-    if (max === null) {
-      max = min;
-    } else if (gpus?.min === null || gpus?.min === undefined) {
-      min = Math.min(min, max);
-    }
-    this._values = {
-      params,
-      name: options.defaultName,
-      minGpus: String(min),
-      maxGpus: String(max),
-      priority: String(DEFAULT_PRIORITY),
-      timeout: '',
-      kernel: '',
-      ...(options.options ?? {})
-    };
     this._errors = validate(this._values);
     this._whenErrors = validateWhen(this._when);
   }

@@ -5,12 +5,10 @@
 import { Dialog, Notification } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
-import { errorMessage } from '../api';
-import { IModel, registerModel } from '../models-api';
-import { IJob } from '../types';
+import { errorMessage, registerModel } from '../api';
+import { MODEL_NAME_RE } from '../constants';
+import { IJob, IModel } from '../types';
 
-/** Model names the server accepts (nbrunner/serving/registry.py NAME_RE). */
-export const MODEL_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /** A valid model name suggested by a job's name (`digits.ipynb` -> `digits`). */
 export function suggestModelName(job: IJob): string {

@@ -1,0 +1,235 @@
+"""The cluster's operations for one caller: what the REST API (and ``nbrunner service``) offers.
+
+:class:`ClusterAPI` is built once per server (the Jupyter server extension, ``nbrunner
+service``) and handed to its handlers, which only translate HTTP to these calls and back.
+Every operation takes the :class:`~nbrunner.core.identity.Caller`; owners hold: a job, sweep
+or schedule the caller does not see answers NotFound, as if it did not exist, on every
+operation (reads, files, changes, filters).
+"""
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import InvalidRequest, NotFound
+from ..core.identity import Caller
+from ..core.keys import POLICY
+from ..core.models import STATUSES, JobRecord
+from ..core.store import JobStore, reachable
+from . import grants, submit
+from .job_files import read_log, read_metrics
+from .registration import live_capacity
+
+if TYPE_CHECKING:
+    from ..core.config import Settings
+    from ..core.schedules import ScheduleRecord
+    from ..core.sweeps.trials import SweepRecord
+
+
+class ClusterAPI:
+    """The operations of one cluster (see the module docstring).  The store connects on first
+    use: a server may start before its cluster does (NoCluster until then)."""
+
+    def __init__(self, settings: Settings, store: JobStore | None = None):
+        self.settings = settings
+        self._store = store
+
+    @property
+    def store(self) -> JobStore:
+        if self._store is None:
+            self._store = reachable(self.settings)
+        return self._store
+
+    # ---- jobs -----------------------------------------------------------------------------------
+    def job(self, caller: Caller, job_id: str) -> JobRecord:
+        """The job's record; NotFound if there is none or the caller does not see it."""
+        rec = self.store.get(job_id)
+        if not caller.sees(rec.owner):
+            raise NotFound(f"no job {job_id!r}")
+        return rec
+
+    def jobs(self, caller: Caller, status: str | None = None, limit: int | None = None, cursor: str | None = None,
+             schedule: str | None = None, sweep: str | None = None) -> tuple[list[JobRecord], str | None]:
+        """A page of the jobs the caller sees, newest first, and the cursor of the next page."""
+        if status is not None and status not in STATUSES:
+            raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
+        owner = caller.owner_filter
+        where = None if owner is None and schedule is None and sweep is None else (
+            lambda r: (owner is None or r.owner == owner) and (schedule is None or r.schedule == schedule)
+            and (sweep is None or r.sweep == sweep))
+        return self.store.page(status, limit, cursor, where=where)
+
+    def submit(self, caller: Caller, request: dict[str, Any], base: Path | None = None) -> JobRecord:
+        """Queue a job owned by the caller (see :func:`nbrunner.control.submit.submit`)."""
+        return submit.submit(self.store, self.settings, request, owner=caller.name, base=base)
+
+    def cancel(self, caller: Caller, job_id: str) -> JobRecord:
+        self.job(caller, job_id)
+        return submit.cancel(self.store, job_id, self.settings)
+
+    def purge(self, caller: Caller, job_id: str) -> None:
+        self.job(caller, job_id)
+        submit.purge(self.store, self.settings, job_id)
+
+    def set_priority(self, caller: Caller, job_id: str, priority: Any) -> JobRecord:
+        self.job(caller, job_id)
+        return submit.set_priority(self.store, job_id, priority)
+
+    def rerun(self, caller: Caller, job_id: str, parameters: Any = None) -> JobRecord:
+        """A new job, owned by the caller, from the job's input snapshot and options."""
+        self.job(caller, job_id)
+        return submit.rerun(self.store, self.settings, job_id, parameters, owner=caller.name)
+
+    def job_dir(self, caller: Caller, job_id: str) -> tuple[JobRecord, Path]:
+        """The job's record and directory (its files: output, log, metrics, downloads)."""
+        return self.job(caller, job_id), self.settings.job_dir(job_id)
+
+    def log(self, caller: Caller, job_id: str, offset: int = 0) -> tuple[str, int]:
+        rec, job_dir = self.job_dir(caller, job_id)
+        return read_log(job_dir, offset, finished=rec.finished)
+
+    def output(self, caller: Caller, job_id: str) -> dict[str, Any]:
+        """The executed notebook (JSON); NotFound before it exists."""
+        _, job_dir = self.job_dir(caller, job_id)
+        path = job_dir / "output.ipynb"
+        if not path.exists():
+            raise NotFound(f"job {job_id} has no output notebook yet")
+        return json.loads(path.read_text())
+
+    def metrics(self, caller: Caller, job_id: str) -> list[dict[str, Any]]:
+        _, job_dir = self.job_dir(caller, job_id)
+        return read_metrics(job_dir)
+
+    # ---- the cluster ----------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """Hosts, slots and who holds each, free GPUs and policy (the ``GET /cluster`` object)."""
+        cap = live_capacity(self.store)
+        held = grants.holdings(self.store.r)
+        hosts = []
+        for host in sorted(cap.hosts):
+            slots = [{"index": i, "job": held.get((host, i))} for i in sorted(cap.hosts[host])]
+            hosts.append({"name": host, "slots": slots})
+        total = sum(len(h["slots"]) for h in hosts)
+        busy = sum(1 for h in hosts for s in h["slots"] if s["job"])
+        return {"policy": self.store.r.get(POLICY) or "fairshare", "gpus_total": total, "gpus_free": total - busy,
+                "hosts": hosts, "workers": len(cap.workers)}
+
+    def timeline(self, caller: Caller, limit: int | None = 1000) -> list[dict[str, Any]]:
+        """GPU allocation over time of the jobs that held GPUs, among the newest ``limit`` jobs the
+        caller sees (None: all); oldest first."""
+        owner = caller.owner_filter
+        records, _ = self.store.page(limit=limit, where=None if owner is None else (lambda r: r.owner == owner))
+        records.reverse()
+        with self.store.r.pipeline(transaction=False) as p:
+            for rec in records:
+                p.lrange(grants.timeline_key(rec.id), 0, -1)
+            lists = p.execute()
+        return [{"id": rec.id, "name": rec.name, "points": [json.loads(x) for x in raw]}
+                for rec, raw in zip(records, lists) if raw]
+
+    def notebook_parameters(self, path: str, shown: str) -> list[dict[str, Any]]:
+        """Names, default values, types and help of the ``parameters`` cell of the notebook at
+        ``path`` (``shown``: the path as the caller gave it)."""
+        import papermill
+
+        real = submit.resolve_notebook(self.settings, path)
+        submit.read_notebook(real, shown)
+        try:
+            found = papermill.inspect_notebook(str(real))
+        except Exception as exc:
+            raise InvalidRequest(f"cannot read the parameters of {shown} ({exc.__class__.__name__})") from None
+        return [_parameter(p) for p in found.values()]
+
+    # ---- sweeps ---------------------------------------------------------------------------------
+    def create_sweep(self, caller: Caller, notebook: str, spec: Any, base: Path | None = None,
+                     allow_file: bool = True, **options: Any) -> dict[str, Any]:
+        from .sweeps import create_sweep
+
+        rec = create_sweep(self.store, self.settings, notebook, spec, owner=caller.name,
+                           base=Path.cwd() if base is None else base, allow_file=allow_file, **options)
+        return self.sweep_dict(rec)
+
+    def sweep_record(self, caller: Caller, sweep_id: str) -> SweepRecord:
+        from .sweeps import get_record
+
+        rec = get_record(self.store, sweep_id)
+        if not caller.sees(rec.owner):
+            raise NotFound(f"no sweep {sweep_id!r}")
+        return rec
+
+    def sweep(self, caller: Caller, sweep_id: str) -> dict[str, Any]:
+        return self.sweep_dict(self.sweep_record(caller, sweep_id))
+
+    def sweeps(self, caller: Caller) -> list[dict[str, Any]]:
+        from .sweeps import get_record, sweep_ids
+
+        out = []
+        for sid in sweep_ids(self.store):
+            try:
+                rec = get_record(self.store, sid)
+            except NotFound:
+                continue
+            if caller.sees(rec.owner):
+                out.append(self.sweep_dict(rec))
+        return out
+
+    def cancel_sweep(self, caller: Caller, sweep_id: str) -> dict[str, Any]:
+        from .sweeps import cancel_sweep
+
+        self.sweep_record(caller, sweep_id)
+        return self.sweep_dict(cancel_sweep(self.store, sweep_id, self.settings))
+
+    def sweep_dict(self, rec: SweepRecord) -> dict[str, Any]:
+        """``{"id", "jobs", "leaderboard"}`` (what ``GET /sweeps/{id}`` returns)."""
+        from ..core.sweeps.leaderboard import leaderboard
+        from .sweeps import jobs_of
+
+        jobs = jobs_of(self.store, rec.job_ids())
+        return {"id": rec.id, "jobs": [jobs[j].to_dict() for j in rec.job_ids() if j in jobs],
+                "leaderboard": leaderboard(rec, jobs)}
+
+    # ---- schedules ------------------------------------------------------------------------------
+    def create_schedule(self, caller: Caller, request: dict[str, Any], base: Path | None = None) -> ScheduleRecord:
+        from .schedules import create_schedule
+
+        return create_schedule(self.store, self.settings, request, owner=caller.name, base=base)
+
+    def schedule(self, caller: Caller, schedule_id: str) -> ScheduleRecord:
+        from .schedules import get_schedule
+
+        rec = get_schedule(self.store, schedule_id)
+        if not caller.sees(rec.owner):
+            raise NotFound(f"no schedule {schedule_id!r}")
+        return rec
+
+    def schedules(self, caller: Caller) -> list[ScheduleRecord]:
+        from .schedules import list_schedules
+
+        return [r for r in list_schedules(self.store) if caller.sees(r.owner)]
+
+    def update_schedule(self, caller: Caller, schedule_id: str, changes: dict[str, Any]) -> ScheduleRecord:
+        from .schedules import update_schedule
+
+        self.schedule(caller, schedule_id)
+        return update_schedule(self.store, self.settings, schedule_id, changes)
+
+    def delete_schedule(self, caller: Caller, schedule_id: str) -> None:
+        from .schedules import delete_schedule
+
+        self.schedule(caller, schedule_id)
+        delete_schedule(self.store, schedule_id)
+
+
+def _parameter(p: dict) -> dict:
+    """A papermill parameter as the submit dialog shows it: name, value, type and help."""
+    text = p.get("default") or "None"
+    try:
+        value = ast.literal_eval(text)
+        json.dumps(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        value = text
+    kind = {bool: "bool", int: "int", float: "float", str: "str", type(None): "none", list: "list",
+            dict: "dict"}.get(type(value), "str")
+    return {"name": p["name"], "value": value, "type": kind, "help": p.get("help") or ""}
