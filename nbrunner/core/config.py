@@ -23,21 +23,25 @@ from .errors import InvalidRequest
 Environ = Mapping[str, str]
 
 
-@dataclass(frozen=True)
 class Variable:
     """One ``NBRUNNER_*`` environment variable: its name, its meaning in one line, its default.
 
     ``kind`` names the getter that reads it (``text``, ``seconds``, ``days``, ``count`` or
     ``flag``); ``shown`` is the default as the README says it when it is not a plain value (a path
     made from others, a random token); ``internal``: nbrunner sets it for its own child processes.
-    Every getter reads ``environ`` (``os.environ`` when None); an empty value counts as unset."""
+    Every getter reads ``environ`` (``os.environ`` when None); an empty value counts as unset.
+    (A plain class, not a dataclass: every command imports this module, and a dataclass costs a
+    millisecond to make.)"""
 
-    name: str
-    doc: str
-    default: str | int | float | None = None
-    kind: str = "text"
-    shown: str | None = None
-    internal: bool = False
+    __slots__ = ("name", "doc", "default", "kind", "shown", "internal")
+
+    def __init__(self, name: str, doc: str, default: str | int | float | None = None, kind: str = "text",
+                 shown: str | None = None, internal: bool = False):
+        self.name, self.doc, self.default, self.kind, self.shown, self.internal = \
+            name, doc, default, kind, shown, internal
+
+    def __repr__(self) -> str:
+        return f"Variable({self.name!r})"
 
     @property
     def default_text(self) -> str:
