@@ -214,6 +214,16 @@ KERNEL_START_TRIES = 3
 KERNEL_START_TIMEOUT_S = 60
 #: Seconds after the SIGINT of a job's deadline before its kernel is killed (a cell ignoring interrupts).
 KERNEL_KILL_AFTER_S = 3.0
+#: Seconds a learner leaving a generation gets to exit on its own before it is stopped.
+LEARNER_LEAVE_GRACE_S = 2.0
+#: Seconds between terminating a learner that does not exit and killing it.
+LEARNER_KILL_AFTER_S = 3.0
+#: Seconds without a step in an abandoned generation before a learner takes its collective as stuck.
+LEARNER_STALLED_S = 0.5
+#: Seconds a learner request on another host may wait for a worker to claim it before it is cancelled.
+LEARNER_START_TIMEOUT_S = 30.0
+#: Seconds a worker's learner agent waits before starting warm learner interpreters again.
+WARM_LEARNER_REFILL_S = 10.0
 #: Seconds papermill's per-cell limit adds to a job's timeout (a backstop: the deadline ends the job first).
 CELL_TIMEOUT_MARGIN_S = 60
 #: Seconds between papermill's saves of ``output.ipynb`` while a cell runs.
