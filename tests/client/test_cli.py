@@ -278,9 +278,9 @@ def typer_params(argv: list[str]) -> dict:
      "--priority", "3", "--kernel", "k"],
 ])
 def test_common_commands_bind_plain_arguments_as_typer_does(argv):
-    from nbrunner.client.cli import _plain_call
+    from nbrunner.client.cli.fast import plain_call
 
-    call = _plain_call(argv)
+    call = plain_call(argv)
     assert call is not None and call.keywords == typer_params(argv)
 
 
@@ -292,6 +292,6 @@ def test_common_commands_bind_plain_arguments_as_typer_does(argv):
     ["submit", "x.ipynb", "--priority", "-1"], ["bogus"], [],
 ])
 def test_anything_else_goes_through_typer(argv):
-    from nbrunner.client.cli import _plain_call
+    from nbrunner.client.cli.fast import plain_call
 
-    assert _plain_call(argv) is None
+    assert plain_call(argv) is None

@@ -77,8 +77,8 @@ def test_statuses_and_priority_bounds_come_from_the_record_model():
 def test_the_cli_offers_the_same_statuses_and_default_priority():
     import inspect
 
-    from nbrunner.client import cli
+    from nbrunner.client.cli import job_commands
     from nbrunner.core.models import PRIORITY_DEFAULT, STATUSES
 
-    assert cli.STATUSES is STATUSES
-    assert inspect.signature(cli.submit).parameters["priority"].default.default == PRIORITY_DEFAULT
+    assert job_commands.STATUSES is STATUSES
+    assert inspect.signature(job_commands.submit).parameters["priority"].default.default == PRIORITY_DEFAULT

@@ -1,0 +1,194 @@
+"""The commands on jobs: ``submit``, ``jobs``, ``show``, ``logs``, ``cancel``, ``rerun``,
+``delete``, ``download`` and ``priority``."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ...core.config import JOBS_SHOWN
+from ...core.errors import NbrunnerError
+from ...core.models import PRIORITY_DEFAULT, STATUSES
+from .app import DirOption, app, cluster_of, console, print_json, typed_parameters, terminal
+
+
+@app.command()
+def submit(notebook: str = typer.Argument(..., help="notebook path"),
+           param: Optional[list[str]] = typer.Option(None, "-p", "--parameter", metavar="NAME VALUE",
+                                                     help="a parameter, typed like papermill's (repeatable)"),
+           params_file: Optional[Path] = typer.Option(None, "-f", "--parameters-file", help="YAML file of parameters"),
+           name: Optional[str] = typer.Option(None, "--name"),
+           min_gpus: int = typer.Option(0, "--min-gpus"),
+           max_gpus: Optional[int] = typer.Option(None, "--max-gpus"),
+           priority: int = typer.Option(PRIORITY_DEFAULT, "--priority"),
+           timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds"),
+           kernel: Optional[str] = typer.Option(None, "--kernel"),
+           wait: bool = typer.Option(False, "--wait", help="block until the job ends; exit 0 only if it completed"),
+           as_json: bool = typer.Option(False, "--json"),
+           workspace: Optional[Path] = DirOption) -> None:
+    """Queue a notebook as a job and print its id."""
+    parameters: dict[str, Any] = {}
+    if params_file is not None:
+        from ...core.limits import load_yaml, read_limited
+
+        try:
+            loaded = load_yaml(read_limited(params_file), str(params_file))  # no aliases, bounded size and depth
+        except OSError as exc:
+            raise NbrunnerError(f"cannot read {params_file}: {exc.strerror or exc.__class__.__name__}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise NbrunnerError(f"{params_file} must hold a mapping of parameter names to values")
+        parameters.update(loaded)
+    parameters.update(typed_parameters(param))
+    cluster = cluster_of(workspace)
+    job = cluster.submit(notebook, parameters, name=name, min_gpus=min_gpus, max_gpus=max_gpus,
+                         priority=priority, timeout=timeout, kernel=kernel)
+    if not wait:
+        print_json(job.to_dict()) if as_json else print(job.id)
+        return
+    if not as_json:
+        print(job.id, flush=True)
+    job.wait()
+    if as_json:
+        print_json(job.to_dict())
+    else:
+        console().print(f"{job.id} {job.record.status}" + (f": {job.record.error}" if job.record.error else ""))
+    raise typer.Exit(0 if job.record.status == "completed" else 1)
+
+
+@app.command()
+def jobs(status: Optional[str] = typer.Option(None, "--status"),
+         limit: Optional[int] = typer.Option(None, "--limit", help=f"show the newest N jobs (default {JOBS_SHOWN})"),
+         every: bool = typer.Option(False, "--all", help="show every job"),
+         schedule: Optional[str] = typer.Option(None, "--schedule", metavar="ID", help="only the runs of this schedule"),
+         as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
+    """List the newest jobs (--json: {"jobs": [newest first], "next": cursor or null}, as GET /jobs)."""
+    if status is not None and status not in STATUSES:
+        raise typer.BadParameter(f"--status must be one of {', '.join(STATUSES)}")
+    if limit is not None and every:
+        raise typer.BadParameter("--limit and --all do not go together")
+    if limit is not None and limit < 1:
+        raise typer.BadParameter(f"--limit must be a positive integer, got {limit}")
+    cluster = cluster_of(workspace)
+    where = None if schedule is None else (lambda r: r.schedule == schedule)
+    records, after = cluster.store.page(status, None if every else limit or JOBS_SHOWN, where=where)
+    if as_json:
+        print_json({"jobs": [r.to_dict() for r in records], "next": after})
+        return
+    from .. import render
+
+    records.reverse()  # the newest at the bottom, next to the prompt
+    print(render.jobs_text(records, **terminal()))
+    line = render.totals_line(records)
+    if after is not None:
+        line += f" (the newest {len(records)} of {cluster.store.count(status)}; --all lists them all)"
+    print(line)
+
+
+@app.command()
+def show(job_id: str = typer.Argument(..., metavar="JOB"), as_json: bool = typer.Option(False, "--json"),
+         workspace: Optional[Path] = DirOption) -> None:
+    """Show one job."""
+    rec = cluster_of(workspace).store.get(job_id)
+    if as_json:
+        print_json(rec.to_dict())
+        return
+    from .. import render
+
+    print(render.job_detail(rec))
+
+
+@app.command()
+def logs(job_id: str = typer.Argument(..., metavar="JOB"), follow: bool = typer.Option(False, "--follow", "-f"),
+         workspace: Optional[Path] = DirOption) -> None:
+    """Print a job's log; with --follow, until the job ends."""
+    from ..job import read_log
+
+    cluster = cluster_of(workspace)
+    rec = cluster.store.get(job_id)
+    job_dir = cluster.settings.job_dir(rec.id)
+    offset = 0
+    while True:
+        text, offset = read_log(job_dir, offset, finished=rec.finished)
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        if follow:
+            rec = cluster.store.get(job_id)
+        if not follow or rec.finished:
+            if follow:  # what was written between the read and the status check
+                text, offset = read_log(job_dir, offset, finished=True)
+                sys.stdout.write(text)
+            return
+        time.sleep(0.5)
+
+
+@app.command()
+def cancel(job_id: str = typer.Argument(..., metavar="JOB"), workspace: Optional[Path] = DirOption) -> None:
+    """Cancel a queued or running job."""
+    job = cluster_of(workspace).job(job_id).cancel()
+    print(f"{job.id} {job.record.status}")
+
+
+@app.command()
+def rerun(job_id: str = typer.Argument(..., metavar="JOB"),
+          param: Optional[list[str]] = typer.Option(None, "-p", "--parameter", metavar="NAME VALUE",
+                                                    help="a parameter to change (repeatable)"),
+          as_json: bool = typer.Option(False, "--json"),
+          workspace: Optional[Path] = DirOption) -> None:
+    """Run a job again from its input snapshot with the same options, and print the new id."""
+    parameters = typed_parameters(param)
+    job = cluster_of(workspace).job(job_id).rerun(parameters)
+    print_json(job.to_dict()) if as_json else print(job.id)
+
+
+@app.command()
+def delete(job_id: str = typer.Argument(..., metavar="JOB"), workspace: Optional[Path] = DirOption) -> None:
+    """Delete a finished job: its record and its directory."""
+    cluster_of(workspace).job(job_id).delete()
+    print(f"{job_id} deleted")
+
+
+@app.command()
+def download(job_id: str = typer.Argument(..., metavar="JOB"),
+             fmt: str = typer.Option("ipynb", "--format", help="ipynb, html or zip"),
+             output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                                   help="file to write (default: NAME-ID.FORMAT here; - for stdout)"),
+             workspace: Optional[Path] = DirOption) -> None:
+    """Save a job's output notebook, its HTML, or a zip of its directory."""
+    from ...control.job_files import DOWNLOAD_SUFFIX, download_name
+    from ..job import download as write_download
+
+    if fmt not in DOWNLOAD_SUFFIX:
+        raise typer.BadParameter(f"--format must be one of {', '.join(DOWNLOAD_SUFFIX)}, got {fmt!r}")
+    job = cluster_of(workspace).job(job_id)
+    if output is not None and str(output) == "-":
+        write_download(job, fmt, sys.stdout.buffer)
+        return
+    target = output or Path(download_name(job.record, fmt))
+    tmp = target.with_name(f".{target.name}.part")
+    try:
+        with open(tmp, "wb") as f:
+            write_download(job, fmt, f)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise NbrunnerError(f"cannot write {target}: {exc.strerror or exc.__class__.__name__}") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    print(target)
+
+
+@app.command()
+def priority(job_id: str = typer.Argument(..., metavar="JOB"), value: int = typer.Argument(..., metavar="P"),
+             workspace: Optional[Path] = DirOption) -> None:
+    """Change a job's priority (1..10000)."""
+    job = cluster_of(workspace).job(job_id).set_priority(value)
+    print(f"{job.id} priority {job.record.priority}")
+
+

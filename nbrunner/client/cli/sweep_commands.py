@@ -1,0 +1,207 @@
+"""The commands on sweeps, schedules and models: ``sweep``, ``schedule ...``, ``model ...`` and
+``serve``."""
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from .app import DirOption, app, cluster_of, console, print_json, typed_parameters
+
+
+@app.command()
+def sweep(notebook: str = typer.Argument(..., help="notebook path"),
+          spec: Path = typer.Argument(..., metavar="SPEC.yaml", help="sweep spec (YAML)"),
+          dry_run: bool = typer.Option(False, "--dry-run", help="print the trials; submit nothing (no cluster needed)"),
+          as_json: bool = typer.Option(False, "--json"),
+          name: Optional[str] = typer.Option(None, "--name", help="display name of the trials (default: notebook stem)"),
+          min_gpus: Optional[int] = typer.Option(None, "--min-gpus", help="per trial"),
+          max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help="per trial"),
+          priority: Optional[int] = typer.Option(None, "--priority", help="per trial"),
+          timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds, per trial"),
+          kernel: Optional[str] = typer.Option(None, "--kernel"),
+          workspace: Optional[Path] = DirOption) -> None:
+    """Run a hyperparameter sweep: every trial is a job; prints the sweep id."""
+    from ...core.config import Settings
+    from ...control.sweeps import prepare
+
+    options = {"name": name, "min_gpus": min_gpus, "max_gpus": max_gpus, "priority": priority,
+               "timeout": timeout, "kernel": kernel}
+    if dry_run:
+        parsed, trials, path, _nb, _opts = prepare(Settings.load(workspace), notebook, spec, base=Path.cwd(),
+                                                   options=options)
+        if as_json:
+            print_json({"trials": [{"parameters": p} for p in trials]})
+            return
+        from rich.table import Table
+
+        names = list(parsed.parameters)
+        table = Table(title=f"{len(trials)} trials of {path.name} (dry run: nothing submitted)")
+        table.add_column("#", justify="right")
+        for n in names:
+            table.add_column(n)
+        for i, p in enumerate(trials, start=1):
+            table.add_row(str(i), *[f"{p[n]:.6g}" if isinstance(p[n], float) else json.dumps(p[n]) for n in names])
+        console().print(table)
+        return
+    cluster = cluster_of(workspace)
+    result = cluster.sweep(notebook, spec, **options)
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        print(result.id)
+
+
+schedule_app = typer.Typer(no_args_is_help=True, help="Run notebooks on a clock (each run is a job).")
+app.add_typer(schedule_app, name="schedule")
+
+
+@schedule_app.command("add")
+def schedule_add(notebook: str = typer.Argument(..., help="notebook path"),
+                 cron: Optional[str] = typer.Option(None, "--cron", metavar="EXPR",
+                                                    help="5-field cron, or @hourly, @daily, @weekly, @monthly"),
+                 every: Optional[int] = typer.Option(None, "--every", metavar="SECONDS", help="run every N seconds"),
+                 tz: str = typer.Option("UTC", "--tz", metavar="ZONE", help="IANA timezone the cron is read in"),
+                 overlap: str = typer.Option("skip", "--overlap",
+                                             help="skip: no run while the previous one is queued or running; queue"),
+                 param: Optional[list[str]] = typer.Option(None, "-p", "--parameter", metavar="NAME VALUE",
+                                                           help="a parameter of every run (repeatable)"),
+                 name: Optional[str] = typer.Option(None, "--name"),
+                 min_gpus: Optional[int] = typer.Option(None, "--min-gpus"),
+                 max_gpus: Optional[int] = typer.Option(None, "--max-gpus"),
+                 priority: Optional[int] = typer.Option(None, "--priority"),
+                 timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds, per run"),
+                 as_json: bool = typer.Option(False, "--json"),
+                 workspace: Optional[Path] = DirOption) -> None:
+    """Run a notebook on a schedule (--cron or --every); prints the schedule id."""
+    parameters = typed_parameters(param)
+    s = cluster_of(workspace).schedule(notebook, parameters, cron=cron, every=every, timezone=tz, overlap=overlap,
+                                     name=name, min_gpus=min_gpus, max_gpus=max_gpus, priority=priority,
+                                     timeout=timeout)
+    print_json(s.to_dict()) if as_json else print(s.id)
+
+
+@schedule_app.command("list")
+def schedule_list(as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
+    """List schedules."""
+    from ...control.schedules import list_schedules
+
+    records = list_schedules(cluster_of(workspace).store)
+    if as_json:
+        print_json({"schedules": [r.to_dict() for r in records]})
+    else:
+        from .. import render
+
+        console().print(render.schedules_table(records))
+
+
+@schedule_app.command("show")
+def schedule_show(schedule_id: str = typer.Argument(..., metavar="ID"),
+                  workspace: Optional[Path] = DirOption) -> None:
+    """Show one schedule (JSON)."""
+    from ...control.schedules import get_schedule
+
+    print_json(get_schedule(cluster_of(workspace).store, schedule_id).to_dict())
+
+
+@schedule_app.command("pause")
+def schedule_pause(schedule_id: str = typer.Argument(..., metavar="ID"),
+                   workspace: Optional[Path] = DirOption) -> None:
+    """Stop starting runs (a run already started goes on)."""
+    from ..schedule import Schedule
+
+    s = Schedule(cluster_of(workspace), schedule_id).pause()
+    print(f"{s.id} paused")
+
+
+@schedule_app.command("resume")
+def schedule_resume(schedule_id: str = typer.Argument(..., metavar="ID"),
+                    workspace: Optional[Path] = DirOption) -> None:
+    """Start runs again, from the next fire time after now."""
+    from ..schedule import Schedule
+
+    s = Schedule(cluster_of(workspace), schedule_id).resume()
+    print(f"{s.id} resumed, next run at {s.record.next_run_at}")
+
+
+@schedule_app.command("delete")
+def schedule_delete(schedule_id: str = typer.Argument(..., metavar="ID"),
+                    workspace: Optional[Path] = DirOption) -> None:
+    """Delete a schedule (its runs stay, as jobs)."""
+    from ..schedule import Schedule
+
+    Schedule(cluster_of(workspace), schedule_id).delete()
+    print(f"{schedule_id} deleted")
+
+
+model_app = typer.Typer(no_args_is_help=True, help="Register and list trained models.")
+app.add_typer(model_app, name="model")
+
+
+@model_app.command("register")
+def model_register(job_id: str = typer.Argument(..., metavar="JOB"), name: str = typer.Argument(..., metavar="NAME"),
+                   as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
+    """Register the model a job saved (runs/JOB/model/) as the next version of NAME; prints NAME:VERSION."""
+    from ...core.config import Settings
+    from ...serving.registry import register_model
+
+    entry = register_model(Settings.load(workspace), job_id, name)
+    print_json(entry) if as_json else print(f"{entry['name']}:{entry['version']}")
+
+
+@model_app.command("list")
+def model_list(as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
+    """List registered models and their versions."""
+    from ...core.config import Settings
+    from ...serving.registry import list_models
+
+    models = list_models(Settings.load(workspace))
+    if as_json:
+        print_json({"models": models})
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{len(models)} registered model version(s)")
+    for col in ("name", "version", "job", "created_at", "path"):
+        table.add_column(col)
+    for m in models:
+        table.add_row(m["name"], str(m["version"]), m["job"] or "", m["created_at"] or "", m["path"])
+    console().print(table)
+
+
+@app.command()
+def serve(model: str = typer.Argument(..., metavar="NAME[:VERSION]"),
+          port: int = typer.Option(8000, "--port", min=0, max=65535),
+          host: str = typer.Option("127.0.0.1", "--host"),
+          workspace: Optional[Path] = DirOption) -> None:
+    """Serve a registered model over HTTP: POST /predict {"inputs": [[...]]}, GET /health."""
+    from ...serving.serve import make_server
+
+    server = make_server(model, port, workspace, host=host, quiet=False)
+    stop = threading.Event()
+
+    def _stop(*_: Any) -> None:
+        if not stop.is_set():
+            stop.set()
+            threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    print(f"serving {server.label} on {server.url} (POST /predict, GET /health); Ctrl-C to stop", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
+# ---- common commands without typer's parameter conversion --------------------------------------
+# typer (0.2x) converts every parameter's value through a pydantic TypeAdapter, which costs more
+# than a read command's whole work.  When a read command or `submit` is given only plain arguments
+# (options it declares, each once unless repeatable; values that typer would take as they are),
+# main() binds them itself, from the command's own typer declarations, and calls it.  Anything
+# else (--help, an unknown or repeated option, a value typer might refuse) goes through typer as
+# before, so help and error messages are typer's.
