@@ -195,3 +195,74 @@ history = ElasticTrainer(model, get_datasets, nn.CrossEntropyLoss(), optimizer).
     epochs=EPOCHS, effective_batch_size=32, max_gpus={max_gpus}, min_gpus=1, checkpoint_every=1, timeout={timeout})
 print("final accuracy", history.epochs[-1]["val_accuracy"], "resumed from", history.resumed_from_step)
 '''
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def jupyter_server(root: Path, token: str, env: dict[str, str], log: Path,
+                   extensions: tuple[str, ...] = ()) -> Iterator[tuple[str, "subprocess.Popen"]]:
+    """A real Jupyter server on ``root`` (the nbrunner extension on, plus ``extensions``, modules
+    importable with ``env``), with token authentication, in a process of its own: ``(its URL,
+    the process)``; stopped on exit."""
+    import subprocess
+    import sys
+
+    port = free_port()
+    config = log.with_suffix(".config.json")
+    config.write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"nbrunner.server": True,
+                                                                       **{e: True for e in extensions}}}}))
+    cmd = [sys.executable, "-m", "jupyter_server", f"--config={config}", f"--ServerApp.root_dir={root}",
+           f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--ServerApp.open_browser=False",
+           f"--IdentityProvider.token={token}", *(["--allow-root"] if os.geteuid() == 0 else [])]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        def up() -> bool:
+            assert proc.poll() is None, log.read_text()[-3000:]
+            try:
+                urllib.request.urlopen(f"{url}api/status?token={token}", timeout=2)
+            except OSError:
+                return False
+            return True
+
+        wait_for(up, 90, 0.2, f"the Jupyter server on {root}")
+        yield url, proc
+    finally:
+        stop_process(proc)
+
+
+def stop_process(proc) -> None:
+    """Stop a process started by a test (and its process group) if it still runs."""
+    import signal
+    import subprocess
+
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def http_raw(method: str, url: str, token: str, body: bytes | None = None,
+             headers: dict | None = None) -> tuple[int, dict, bytes]:
+    """A request with ``Authorization: token``: (status, headers, body bytes), error statuses included."""
+    req = urllib.request.Request(url, data=body, method=method,
+                                 headers={"Authorization": f"token {token}", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()

@@ -1,35 +1,51 @@
-"""The Python face of nbrunner: :func:`setup_cluster`, :func:`connect`, :class:`Cluster`, :class:`Job`."""
+"""The Python face of nbrunner: :func:`setup_cluster`, :func:`connect`, :class:`Cluster`, :class:`Job`.
+
+A :class:`Cluster` does its work through a backend: :class:`~.local.LocalBackend` over the
+cluster's Redis, or, with ``NBRUNNER_SERVICE_URL`` set, :class:`~.remote.RemoteBackend` over the
+REST API of an nbrunner service (no Redis in this process).  Both have the same methods, so
+``Cluster``, ``Job``, ``Sweep`` and ``Schedule`` behave alike on either.
+"""
 from __future__ import annotations
 
 import os
-import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-
-from ..control.api import ClusterAPI
-from ..control.registration import live_capacity
-from ..core.config import SETUP_READY_TIMEOUT_S, WAIT_READY_TIMEOUT_S, Settings
-from ..core.discovery import resolve
+from ..core.config import SETUP_READY_TIMEOUT_S, SERVICE_URL, WAIT_READY_TIMEOUT_S, Settings, service_token
 from ..core.errors import NoCluster
-from ..core.keys import LEASE
 from ..core.models import PRIORITY_DEFAULT
-from ..core.store import JobStore, reachable
 from . import session
 from .job import Job
 
 if TYPE_CHECKING:  # imported on use: the CLI's read commands need neither submissions (pydantic) nor sweeps
+    from ..core.store import JobStore
     from .schedule import Schedule
     from .sweep import Sweep
 
 
 class Cluster:
-    """A connection to a running cluster; it also owns the processes if it started them."""
+    """A connection to a running cluster; it also owns the processes if it started them.
 
-    def __init__(self, settings: Settings, store: JobStore, supervisor=None):
-        self.settings = settings
-        self.store = store
+    ``Cluster(settings, store)`` works over Redis; ``Cluster(backend=...)`` over any backend
+    (what :func:`connect` makes from ``NBRUNNER_SERVICE_URL``)."""
+
+    def __init__(self, settings: Settings | None = None, store: JobStore | None = None, supervisor=None, *,
+                 backend: Any = None):
+        if backend is None:
+            from .local import LocalBackend
+
+            backend = LocalBackend(settings, store)
+        self.backend = backend
         self.supervisor = supervisor
+
+    @property
+    def settings(self) -> Settings:
+        """Where the cluster lives (a cluster reached over Redis)."""
+        return self.backend.settings
+
+    @property
+    def store(self) -> JobStore:
+        """The cluster's job records in Redis (a cluster reached over Redis)."""
+        return self.backend.store
 
     def __enter__(self) -> "Cluster":
         return self
@@ -38,7 +54,7 @@ class Cluster:
         self.shutdown()
 
     def __repr__(self) -> str:
-        return f"<Cluster {self.settings.workspace} {'owner' if self.supervisor else 'attached'}>"
+        return f"<Cluster {self.backend.where} {'owner' if self.supervisor else 'attached'}>"
 
     def submit(self, notebook: str | os.PathLike, parameters: dict[str, Any] | None = None, *,
                name: str | None = None, min_gpus: int = 0, max_gpus: int | None = None, priority: int = PRIORITY_DEFAULT,
@@ -48,19 +64,14 @@ class Cluster:
         request = {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},
                    "name": name, "min_gpus": min_gpus, "max_gpus": max_gpus, "priority": priority,
                    "timeout": timeout, "kernel": kernel, **extra}
-        from ..control import submit
-
-        rec = submit.submit(self.store, self.settings, request, owner=owner, base=Path.cwd())
-        return Job(self, rec)
+        return Job(self, self.backend.submit(request, owner))
 
     def job(self, job_id: str) -> Job:
-        return Job(self, self.store.get(job_id))
+        return Job(self, self.backend.job(job_id))
 
     def jobs(self, status: str | None = None, limit: int | None = None) -> list[Job]:
         """The jobs (in ``status``), oldest first; with ``limit``, only the newest ``limit`` of them."""
-        if limit is None:
-            return [Job(self, r) for r in self.store.all(status)]
-        records, _ = self.store.page(status, limit)
+        records, _ = self.backend.jobs(status, limit)
         return [Job(self, r) for r in reversed(records)]
 
     def monitor(self, status: str | None = None, *, owner: str | None = None, sweep: Any = None,
@@ -73,13 +84,16 @@ class Cluster:
 
     def status(self) -> dict[str, Any]:
         """Hosts, slots and who holds each, free GPUs and policy (the ``GET /cluster`` object)."""
-        return ClusterAPI(self.settings, self.store).status()
+        return self.backend.status()
 
-    def sweep(self, notebook: str | os.PathLike, spec: Any, **kwargs: Any) -> Sweep:
-        """Start a sweep of ``notebook`` over ``spec`` (see :mod:`nbrunner.core.sweeps.spec`)."""
-        from .sweep import submit_sweep
+    def sweep(self, notebook: str | os.PathLike, spec: Any, *, owner: str | None = None, **options: Any) -> Sweep:
+        """Start a sweep of ``notebook`` over ``spec`` (see :mod:`nbrunner.core.sweeps.spec`);
+        ``options``: job fields for every trial (``name``, ``min_gpus``, ``max_gpus``, ``priority``,
+        ``timeout``, ``kernel``)."""
+        from .sweep import Sweep
 
-        return submit_sweep(self, notebook, spec, **kwargs)
+        state = self.backend.create_sweep(notebook, spec, owner, **options)
+        return Sweep(self, state.id, state)
 
     def schedule(self, notebook: str | os.PathLike, parameters: dict[str, Any] | None = None, *,
                  cron: str | None = None, every: int | None = None, timezone: str = "UTC", overlap: str = "skip",
@@ -88,29 +102,23 @@ class Cluster:
         or ``every`` seconds; each run is a job.  ``overlap="skip"``: no new run while the previous
         one is queued or running; ``"queue"``: run anyway.  ``job_options``: ``name``, ``min_gpus``,
         ``max_gpus``, ``priority``, ``timeout``."""
-        from ..control.schedules import create_schedule
         from .schedule import Schedule
 
         request = {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},
                    "cron": cron, "every": every, "timezone": timezone, "overlap": overlap,
                    **{k: v for k, v in job_options.items() if v is not None}}
-        rec = create_schedule(self.store, self.settings, request, owner=owner, base=Path.cwd())
+        rec = self.backend.create_schedule(request, owner)
         return Schedule(self, rec.id, rec)
 
     def schedules(self) -> list[Schedule]:
         """Every schedule of the cluster, oldest first."""
-        from ..control.schedules import list_schedules
         from .schedule import Schedule
 
-        return [Schedule(self, r.id, r) for r in list_schedules(self.store)]
+        return [Schedule(self, r.id, r) for r in self.backend.schedules()]
 
     def wait_ready(self, workers: int = 1, timeout: float = WAIT_READY_TIMEOUT_S) -> None:
         """Block until a scheduler is active and ``workers`` workers are registered."""
-        deadline = time.monotonic() + timeout
-        while len(live_capacity(self.store).workers) < workers or not self.store.r.exists(LEASE):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no scheduler or fewer than {workers} workers after {timeout} s")
-            time.sleep(0.1)
+        self.backend.wait_ready(workers, timeout)
 
     def shutdown(self) -> None:
         """Stop the processes this cluster started (nothing if it only attached)."""
@@ -121,9 +129,18 @@ class Cluster:
 
 
 def connect(workspace: str | os.PathLike | None = None) -> Cluster:
-    """Attach to the cluster running in ``workspace`` (or ``NBRUNNER_REDIS_URL``)."""
-    settings = resolve(workspace)  # NBRUNNER_REDIS_URL, --dir, the cluster around the cwd, the only one running
-    cluster = Cluster(settings, reachable(settings))
+    """Attach to the nbrunner service at ``NBRUNNER_SERVICE_URL`` if it is set (over REST, with
+    ``NBRUNNER_TOKEN`` or ``JUPYTERHUB_API_TOKEN``), else to the cluster running in ``workspace``
+    (or at ``NBRUNNER_REDIS_URL``)."""
+    service = SERVICE_URL.text()
+    if service:
+        from .remote import RemoteBackend
+
+        cluster = Cluster(backend=RemoteBackend(service, service_token()))
+    else:
+        from .local import LocalBackend
+
+        cluster = Cluster(backend=LocalBackend.attach(workspace))
     session.remember(cluster, replace=False)
     return cluster
 
@@ -133,6 +150,8 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
     """Start a local cluster (embedded Redis, scheduler, ``workers`` workers sharing ``gpus``
     slots; ``gpus="auto"`` finds GPUs), or join the one already running in the workspace.
     Use as a context manager, or call ``.shutdown()``."""
+    from ..core.keys import LEASE
+    from ..core.store import reachable
     from ..execution.supervisor import Supervisor
 
     settings = Settings.load(workspace)
@@ -179,4 +198,3 @@ def print_jobs_summary(cluster: Cluster | None = None, status: str | None = None
     console = Console()
     console.print(jobs_table(records))
     console.print(totals_line(records))
-

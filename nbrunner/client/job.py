@@ -1,14 +1,11 @@
 """The handle on one job: :class:`Job` (what :meth:`nbrunner.Cluster.submit` returns)."""
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..control import grants
-from ..control.job_files import download_file, download_name, read_log, read_metrics, zip_dir  # noqa: F401
-from ..core.errors import NotFound
-from ..core.notebooks import load_nbformat
 from ..core.models import FINISHED
 
 if TYPE_CHECKING:  # imported on use: the CLI's read commands need neither nbformat nor pydantic
@@ -18,7 +15,9 @@ if TYPE_CHECKING:  # imported on use: the CLI's read commands need neither nbfor
 
 
 class Job:
-    """A handle on one job; attributes read the latest record (call :meth:`refresh`)."""
+    """A handle on one job; attributes read the latest record (call :meth:`refresh`).  Its
+    cluster's backend (:attr:`nbrunner.Cluster.backend`) does the work: over Redis, or over the
+    REST API of an nbrunner service."""
 
     def __init__(self, cluster, record: JobRecord):
         self.cluster = cluster
@@ -32,7 +31,7 @@ class Job:
         return self.record.id
 
     def refresh(self) -> "Job":
-        self.record = self.cluster.store.get(self.id)
+        self.record = self.cluster.backend.job(self.id)
         return self
 
     @property
@@ -47,14 +46,15 @@ class Job:
     def metrics(self) -> "JobMetrics":
         """The latest scalar metrics (a dict); call it, ``job.metrics()``, for every row of
         ``metrics.jsonl`` in order."""
-        return JobMetrics(self.refresh().record.metrics, self.dir)
+        return JobMetrics(self.refresh().record.metrics, functools.partial(self.cluster.backend.metrics, self.id))
 
     def to_dict(self) -> dict[str, Any]:
         return self.refresh().record.to_dict()
 
     @property
     def dir(self) -> Path:
-        return self.cluster.settings.job_dir(self.id)
+        """The job's directory (``runs/<id>/``), on a cluster reached over Redis."""
+        return self.cluster.backend.job_dir(self.id)
 
     def wait(self, timeout: float | None = None, poll: float = 0.2) -> "Job":
         """Block until the job has finished; TimeoutError after ``timeout`` seconds."""
@@ -67,42 +67,32 @@ class Job:
 
     def logs(self, offset: int = 0) -> str:
         """The job's log (what the notebook printed, and learners' logs) from ``offset``."""
-        return read_log(self.dir, offset, finished=self.record.finished)[0]
+        return self.cluster.backend.log(self.id, offset)[0]
 
     def output_notebook(self) -> nbformat.NotebookNode:
-        path = self.dir / "output.ipynb"
-        if not path.exists():
-            raise NotFound(f"job {self.id} has no output notebook yet")
-        return load_nbformat().read(str(path), as_version=4)
+        from ..core.notebooks import load_nbformat
+
+        return load_nbformat().reads(self.cluster.backend.output_text(self.id), as_version=4)
 
     def cancel(self) -> "Job":
-        from ..control import submit
-
-        self.record = submit.cancel(self.cluster.store, self.id, self.cluster.settings)
+        self.record = self.cluster.backend.cancel(self.id)
         return self
 
     def set_priority(self, priority: int) -> "Job":
-        from ..control import submit
-
-        self.record = submit.set_priority(self.cluster.store, self.id, priority)
+        self.record = self.cluster.backend.set_priority(self.id, priority)
         return self
 
     def rerun(self, parameters: dict[str, Any] | None = None) -> "Job":
         """A new job from this job's input snapshot and options, with ``parameters`` merged in."""
-        from ..control import submit
-
-        rec = submit.rerun(self.cluster.store, self.cluster.settings, self.id, parameters)
-        return Job(self.cluster, rec)
+        return Job(self.cluster, self.cluster.backend.rerun(self.id, parameters))
 
     def delete(self) -> None:
         """Remove this finished job: its record and its directory (Conflict if it has not finished)."""
-        from ..control import submit
-
-        submit.purge(self.cluster.store, self.cluster.settings, self.id)
+        self.cluster.backend.purge(self.id)
 
     def timeline(self) -> list[dict]:
         """GPUs held over time: ``[{"t", "gpus"}, ...]``."""
-        return grants.timeline(self.cluster.store.r, self.id)
+        return self.cluster.backend.timeline(self.id)
 
     def widget(self):
         """An ipywidgets view of this job, updated live."""
@@ -114,21 +104,15 @@ class Job:
 class JobMetrics(dict):
     """A job's latest metrics; calling it reads every row of ``metrics.jsonl``."""
 
-    def __init__(self, latest: dict[str, Any], job_dir: Path):
+    def __init__(self, latest: dict[str, Any], rows: Callable[[], list[dict[str, Any]]]):
         super().__init__(latest)
-        self.job_dir = job_dir
+        self._rows = rows
 
     def __call__(self) -> list[dict[str, Any]]:
-        return read_metrics(self.job_dir)
+        return self._rows()
 
 
 def download(job: "Job", fmt: str, out) -> None:
     """Write the job's output notebook (``ipynb``), its HTML (``html``) or a zip of its
     directory (``zip``) to the binary file ``out``; NotFound if that output does not exist yet."""
-    path = download_file(job.dir, job.id, fmt)
-    if path is None:
-        zip_dir(job.dir, out)
-        return
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            out.write(chunk)
+    job.cluster.backend.download(job.id, fmt, out)

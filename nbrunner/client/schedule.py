@@ -1,11 +1,12 @@
 """The Python handle on a schedule: :meth:`nbrunner.Cluster.schedule` returns a :class:`Schedule`."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..control import schedules
-from ..core.schedules import ScheduleRecord
 from .job import Job
+
+if TYPE_CHECKING:
+    from ..core.schedules import ScheduleRecord
 
 
 class Schedule:
@@ -15,19 +16,19 @@ class Schedule:
     def __init__(self, cluster, schedule_id: str, record: ScheduleRecord | None = None):
         self.cluster = cluster
         self.id = schedule_id
-        self.record = record or schedules.get_schedule(cluster.store, schedule_id)
+        self.record = record or cluster.backend.schedule(schedule_id)
 
     def __repr__(self) -> str:
         clock = self.record.cron or f"every {self.record.every} s"
         return f"<Schedule {self.id} {self.record.name!r} {clock}{' paused' if self.record.paused else ''}>"
 
     def refresh(self) -> "Schedule":
-        self.record = schedules.get_schedule(self.cluster.store, self.id)
+        self.record = self.cluster.backend.schedule(self.id)
         return self
 
     def update(self, **changes: Any) -> "Schedule":
         """Change fields (``cron``, ``every``, ``timezone``, ``overlap``, ``parameters``, ``paused``, job options)."""
-        self.record = schedules.update_schedule(self.cluster.store, self.cluster.settings, self.id, changes)
+        self.record = self.cluster.backend.update_schedule(self.id, changes)
         return self
 
     def pause(self) -> "Schedule":
@@ -40,11 +41,11 @@ class Schedule:
 
     def delete(self) -> None:
         """Remove the schedule; its runs stay, as jobs."""
-        schedules.delete_schedule(self.cluster.store, self.id)
+        self.cluster.backend.delete_schedule(self.id)
 
     def runs(self) -> list[Job]:
         """The jobs this schedule started, newest first."""
-        return [Job(self.cluster, r) for r in schedules.runs_of(self.cluster.store, self.id)]
+        return [Job(self.cluster, r) for r in self.cluster.backend.jobs(schedule=self.id)[0]]
 
     def to_dict(self) -> dict[str, Any]:
         """The schedule record (what ``GET /schedules/{id}`` returns)."""

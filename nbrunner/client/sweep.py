@@ -1,42 +1,74 @@
 """The Python handle on a sweep: :meth:`nbrunner.Cluster.sweep` returns a :class:`Sweep`."""
 from __future__ import annotations
 
-import os
+import re
 import time
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from ..control.sweeps import cancel_sweep, create_sweep, get_record, jobs_of, sweep_ids
-from ..core.errors import NotFound
-from ..core.sweeps.leaderboard import leaderboard
-from ..core.sweeps.trials import SweepRecord
+from ..core.models import FINISHED, JobRecord
 from .job import Job
 
+_TRIAL_NUMBER = re.compile(r" #\d+$")  # a trial job's name is the sweep's name and " #N"
 
-def submit_sweep(cluster, notebook: str | os.PathLike, spec: Any, *, owner: str | None = None,
-                 base: Path | None = None, allow_file: bool = True, **options: Any) -> "Sweep":
-    """What :meth:`nbrunner.Cluster.sweep` does: validate, submit the first trials, return a :class:`Sweep`.
 
-    ``options``: job fields for every trial (``name``, ``min_gpus``, ``max_gpus``, ``priority``,
-    ``timeout``, ``kernel``)."""
-    rec = create_sweep(cluster.store, cluster.settings, notebook, spec, owner=owner,
-                       base=Path.cwd() if base is None else base, allow_file=allow_file, **options)
-    return Sweep(cluster, rec.id, rec)
+class SweepState(NamedTuple):
+    """A sweep as its handle shows it: the ``GET /sweeps/{id}`` object (``id``, trial ``jobs`` in
+    trial order, ``leaderboard``: one row per trial) with the sweep's ``name`` and ``status``
+    (``running``, ``completed`` or ``cancelled``)."""
+
+    id: str
+    name: str
+    status: str
+    jobs: list[JobRecord]
+    leaderboard: list[dict[str, Any]]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SweepState":
+        """The state of a ``GET /sweeps/{id}`` object, which names neither the sweep nor its status:
+        the name is that of its trials, and it is running while a trial has not finished (or not
+        started), else cancelled if a trial was cancelled before it started, else completed."""
+        jobs = [JobRecord.from_dict(j) for j in data["jobs"]]
+        rows = data["leaderboard"]
+        if any(row["status"] not in FINISHED for row in rows):
+            status = "running"
+        elif any(row["job"] is None and row["status"] == "cancelled" for row in rows):
+            status = "cancelled"
+        else:
+            status = "completed"
+        name = _TRIAL_NUMBER.sub("", jobs[0].name) if jobs else data["id"]
+        return cls(data["id"], name, status, jobs, rows)
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("completed", "cancelled")
+
+    @property
+    def trials(self) -> list[dict[str, Any]]:
+        """``[{"parameters": {...}}, ...]``: every trial, in order."""
+        return [{"parameters": row["parameters"]} for row in sorted(self.leaderboard, key=lambda r: r["trial"])]
+
+    def job_ids(self) -> list[str]:
+        return [j.id for j in self.jobs]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"id", "jobs", "leaderboard"}`` (what ``GET /sweeps/{id}`` returns)."""
+        return {"id": self.id, "jobs": [j.to_dict() for j in self.jobs], "leaderboard": self.leaderboard}
 
 
 class Sweep:
-    """A handle on a sweep: ``.id``, ``.jobs``, ``.wait()``, ``.leaderboard()``, ``.to_dict()``."""
+    """A handle on a sweep: ``.id``, ``.jobs``, ``.wait()``, ``.leaderboard()``, ``.to_dict()``;
+    ``.record`` is its latest :class:`SweepState`."""
 
-    def __init__(self, cluster, sweep_id: str, record: SweepRecord | None = None):
+    def __init__(self, cluster, sweep_id: str, record: SweepState | None = None):
         self.cluster = cluster
         self.id = sweep_id
-        self.record = record or get_record(cluster.store, sweep_id)
+        self.record = record or cluster.backend.sweep(sweep_id)
 
     def __repr__(self) -> str:
-        return f"<Sweep {self.id} {self.record.name!r} {self.record.status} {len(self.record.trials)} trials>"
+        return f"<Sweep {self.id} {self.record.name!r} {self.record.status} {len(self.record.leaderboard)} trials>"
 
     def refresh(self) -> "Sweep":
-        self.record = get_record(self.cluster.store, self.id)
+        self.record = self.cluster.backend.sweep(self.id)
         return self
 
     @property
@@ -46,14 +78,12 @@ class Sweep:
     @property
     def trials(self) -> list[dict[str, Any]]:
         """``[{"parameters": {...}}, ...]``: every trial, in order."""
-        return [{"parameters": t.parameters} for t in self.record.trials]
+        return self.record.trials
 
     @property
-    def jobs(self) -> list:
+    def jobs(self) -> list[Job]:
         """The trial jobs submitted so far, in trial order (refreshed on every access)."""
-        self.refresh()
-        records = jobs_of(self.cluster.store, self.record.job_ids())
-        return [Job(self.cluster, records[j]) for j in self.record.job_ids() if j in records]
+        return [Job(self.cluster, r) for r in self.refresh().record.jobs]
 
     def wait(self, timeout: float | None = None, poll: float = 0.3) -> "Sweep":
         """Block until every trial has finished (or the sweep was cancelled); TimeoutError after ``timeout`` s."""
@@ -65,23 +95,19 @@ class Sweep:
         return self
 
     def leaderboard(self) -> list[dict[str, Any]]:
-        self.refresh()
-        return leaderboard(self.record, jobs_of(self.cluster.store, self.record.job_ids()))
+        return self.refresh().record.leaderboard
 
     def best(self) -> dict[str, Any] | None:
         board = self.leaderboard()
         return board[0] if board and board[0]["rank"] is not None else None
 
     def cancel(self) -> "Sweep":
-        self.record = cancel_sweep(self.cluster.store, self.id, self.cluster.settings)
+        self.record = self.cluster.backend.cancel_sweep(self.id)
         return self
 
     def to_dict(self) -> dict[str, Any]:
         """``{"id", "jobs", "leaderboard"}`` (what ``GET /sweeps/{id}`` returns)."""
-        self.refresh()
-        jobs = jobs_of(self.cluster.store, self.record.job_ids())
-        return {"id": self.id, "jobs": [jobs[j].to_dict() for j in self.record.job_ids() if j in jobs],
-                "leaderboard": leaderboard(self.record, jobs)}
+        return self.refresh().record.to_dict()
 
 
 def get_sweep(cluster, sweep_id: str) -> Sweep:
@@ -89,10 +115,5 @@ def get_sweep(cluster, sweep_id: str) -> Sweep:
 
 
 def list_sweeps(cluster) -> list[Sweep]:
-    out = []
-    for sid in sweep_ids(cluster.store):
-        try:
-            out.append(Sweep(cluster, sid))
-        except NotFound:
-            continue
-    return out
+    """Every sweep of the cluster the caller sees, oldest first."""
+    return [Sweep(cluster, s.id, s) for s in cluster.backend.sweeps()]

@@ -5,7 +5,7 @@
 - :class:`JobWidget` — the same controls for one job, plus its details
   (what :meth:`nbrunner.Job.widget` returns).
 
-Threading: a daemon thread only *reads* job records from Redis.  The widget changes are
+Threading: a daemon thread only *reads* job records (from Redis, or from the nbrunner service).  The widget changes are
 applied on the kernel's event loop (``kernel.io_loop.add_callback``, i.e. in the main
 thread, between cell executions) when the widget lives in an IPython kernel; elsewhere
 (plain Python, tests) they are applied directly, under a lock.  ``close()`` stops the
@@ -362,9 +362,7 @@ class JobsMonitor(_LiveWidget):
         if status is not None and status not in STATUS_COLORS:
             raise ValueError(f"status must be one of {', '.join(STATUS_COLORS)}, got {status!r}")
         if mine:
-            import getpass
-
-            owner = owner or getpass.getuser()
+            owner = owner or self.cluster.backend.user
         self.status_filter = status
         self.owner_filter = owner
         self.sweep_filter = getattr(sweep, "id", sweep)
@@ -382,10 +380,8 @@ class JobsMonitor(_LiveWidget):
         return "nbrunner jobs" + (f" ({', '.join(filters)})" if filters else "")
 
     def _fetch(self) -> list[JobRecord]:
-        owner, sweep = self.owner_filter, self.sweep_filter
-        keep = None if owner is None and sweep is None else (
-            lambda r: (owner is None or r.owner == owner) and (sweep is None or r.sweep == sweep))
-        records, _ = self.cluster.store.page(self.status_filter, MONITOR_JOBS_SHOWN, where=keep)
+        records, _ = self.cluster.backend.jobs(self.status_filter, MONITOR_JOBS_SHOWN, owner=self.owner_filter,
+                                               sweep=self.sweep_filter)
         records.sort(key=lambda r: (_created(r), r.id), reverse=True)
         self._last = records
         return records
@@ -438,7 +434,7 @@ class JobWidget(_LiveWidget):
         return f"nbrunner job {self.job.id}"
 
     def _fetch(self) -> list[JobRecord]:
-        records = [self.cluster.store.get(self.job.id)]
+        records = [self.cluster.backend.job(self.job.id)]
         self._last = records
         return records
 

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.config import PAGE_READ_BATCH
 from ..core.errors import InvalidRequest, NotFound
 from ..core.identity import Caller
 from ..core.keys import POLICY
@@ -61,6 +62,20 @@ class ClusterAPI:
             and (sweep is None or r.sweep == sweep))
         return self.store.page(status, limit, cursor, where=where)
 
+    def count(self, caller: Caller, status: str | None = None) -> int:
+        """How many jobs the caller sees (in ``status``): an admin's count reads no record."""
+        if status is not None and status not in STATUSES:
+            raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
+        owner = caller.owner_filter
+        if owner is None:
+            return self.store.count(status)
+        n, cursor = 0, None
+        while True:
+            records, cursor = self.store.page(status, PAGE_READ_BATCH, cursor, where=lambda r: r.owner == owner)
+            n += len(records)
+            if cursor is None:
+                return n
+
     def submit(self, caller: Caller, request: dict[str, Any], base: Path | None = None) -> JobRecord:
         """Queue a job owned by the caller (see :func:`nbrunner.control.submit.submit`)."""
         return submit.submit(self.store, self.settings, request, owner=caller.name, base=base)
@@ -92,11 +107,15 @@ class ClusterAPI:
 
     def output(self, caller: Caller, job_id: str) -> dict[str, Any]:
         """The executed notebook (JSON); NotFound before it exists."""
+        return json.loads(self.output_text(caller, job_id))
+
+    def output_text(self, caller: Caller, job_id: str) -> str:
+        """The executed notebook's file; NotFound before it exists."""
         _, job_dir = self.job_dir(caller, job_id)
-        path = job_dir / "output.ipynb"
-        if not path.exists():
-            raise NotFound(f"job {job_id} has no output notebook yet")
-        return json.loads(path.read_text())
+        try:
+            return (job_dir / "output.ipynb").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise NotFound(f"job {job_id} has no output notebook yet") from None
 
     def metrics(self, caller: Caller, job_id: str) -> list[dict[str, Any]]:
         _, job_dir = self.job_dir(caller, job_id)
@@ -144,11 +163,14 @@ class ClusterAPI:
 
     # ---- sweeps ---------------------------------------------------------------------------------
     def create_sweep(self, caller: Caller, notebook: str, spec: Any, base: Path | None = None,
-                     allow_file: bool = True, **options: Any) -> dict[str, Any]:
+                     allow_file: bool = True, content: Any = None, **options: Any) -> dict[str, Any]:
+        """A sweep owned by the caller of the file ``notebook`` names, or of ``content`` (see
+        :func:`nbrunner.control.sweeps.create_sweep`)."""
         from .sweeps import create_sweep
 
         rec = create_sweep(self.store, self.settings, notebook, spec, owner=caller.name,
-                           base=Path.cwd() if base is None else base, allow_file=allow_file, **options)
+                           base=Path.cwd() if base is None else base, allow_file=allow_file, content=content,
+                           **options)
         return self.sweep_dict(rec)
 
     def sweep_record(self, caller: Caller, sweep_id: str) -> SweepRecord:
@@ -163,6 +185,10 @@ class ClusterAPI:
         return self.sweep_dict(self.sweep_record(caller, sweep_id))
 
     def sweeps(self, caller: Caller) -> list[dict[str, Any]]:
+        return [self.sweep_dict(rec) for rec in self.sweep_records(caller)]
+
+    def sweep_records(self, caller: Caller) -> list[SweepRecord]:
+        """The records of the sweeps the caller sees, oldest first."""
         from .sweeps import get_record, sweep_ids
 
         out = []
@@ -172,7 +198,7 @@ class ClusterAPI:
             except NotFound:
                 continue
             if caller.sees(rec.owner):
-                out.append(self.sweep_dict(rec))
+                out.append(rec)
         return out
 
     def cancel_sweep(self, caller: Caller, sweep_id: str) -> dict[str, Any]:
@@ -219,7 +245,7 @@ class ClusterAPI:
         from .schedules import delete_schedule
 
         self.schedule(caller, schedule_id)
-        delete_schedule(self.store, schedule_id)
+        delete_schedule(self.store, schedule_id, self.settings)
 
 
 def _parameter(p: dict) -> dict:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import getpass
 import logging
+import os
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -24,7 +26,7 @@ import redis
 from ..core.config import EVENTS_MAXLEN, Settings
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound, one_line
 from ..core.keys import EVENTS, SCHEDULES, schedule_key
-from ..core.models import parse_time
+from ..core.models import check_content_name, parse_time
 from ..core.schedules import EDITABLE, ScheduleRecord, ScheduleSpec, is_due, iso, next_fire
 from ..core.store import JobStore
 from . import submit
@@ -40,26 +42,55 @@ def _emit(store: JobStore, kind: str, schedule_id: str, **extra: str) -> None:
     store.r.xadd(EVENTS, {"type": kind, "schedule": schedule_id, **extra}, maxlen=EVENTS_MAXLEN, approximate=True)
 
 
-def _check_notebook(settings: Settings, notebook: str, base: Path | None) -> str:
-    """The notebook's workspace-relative path, after the checks a job submit makes."""
-    path = submit.resolve_notebook(settings, notebook, base)
-    shown = submit.relative_to_workspace(settings, path)
-    nb = submit.read_notebook(path, shown)
-    submit.check_notebook_kernel(nb, shown)
-    return shown
+def _check_notebook(settings: Settings, notebook: str, base: Path | None, content: Any = None) -> tuple[str, str | None]:
+    """The notebook's workspace-relative path (with ``content``: ``notebook`` as given) and the
+    text of its snapshot (None without content), after the checks a job submit makes."""
+    if content is None:
+        path = submit.resolve_notebook(settings, notebook, base)
+        shown = submit.relative_to_workspace(settings, path)
+        checked = submit.check_notebook(path, shown)
+    else:
+        shown = check_content_name(notebook)
+        checked = submit.check_content(content, shown)
+    submit.check_notebook_kernel(checked.nb, shown)
+    return shown, None if content is None else checked.text
+
+
+def snapshot_path(settings: Settings, schedule_id: str) -> Path:
+    """Where the notebook of a schedule made with ``content`` is kept: every run runs it."""
+    return settings.storage / "schedules" / schedule_id / "input.ipynb"
+
+
+def _write_snapshot(settings: Settings, schedule_id: str, text: str) -> None:
+    path = snapshot_path(settings, schedule_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".input.ipynb.{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _snapshot_text(settings: Settings, rec: ScheduleRecord) -> str:
+    try:
+        return snapshot_path(settings, rec.id).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"the notebook snapshot of schedule {rec.id} cannot be read "
+                             f"({exc.__class__.__name__})") from None
 
 
 def create_schedule(store: JobStore, settings: Settings, request: dict[str, Any], owner: str | None = None,
                     base: Path | None = None) -> ScheduleRecord:
     """Validate ``request`` (``{notebook, cron or every, timezone?, overlap?, parameters?, name?,
-    min_gpus?, max_gpus?, priority?, timeout?}``) and store the schedule.
+    min_gpus?, max_gpus?, priority?, timeout?, content?}``) and store the schedule.  With
+    ``content`` (the notebook's JSON object or text) every run runs that content, kept as the
+    schedule's snapshot, and ``notebook`` names it.
 
     Raises:
         InvalidRequest: a bad field, a notebook that cannot run; nothing is stored."""
     if isinstance(request, dict) and "paused" in request:
         raise InvalidRequest("unknown field 'paused' (pause a schedule after creating it)")
+    request, content = submit.split_content(request)
     spec = ScheduleSpec.parse(request)
-    notebook = _check_notebook(settings, spec.notebook, base)
+    notebook, snapshot = _check_notebook(settings, spec.notebook, base, content)
     now = _now()
     for _ in range(10):
         rec = ScheduleRecord(
@@ -68,7 +99,12 @@ def create_schedule(store: JobStore, settings: Settings, request: dict[str, Any]
             overlap=spec.overlap, created_at=iso(now), owner=owner or getpass.getuser(),
             min_gpus=spec.min_gpus, max_gpus=spec.max_gpus, priority=spec.priority, timeout=spec.timeout,
             next_run_at=iso(next_fire(spec, now, anchor=now if spec.every else None)),
+            from_content=snapshot is not None,
         )
+        if store.r.exists(schedule_key(rec.id)):
+            continue
+        if snapshot is not None:  # before the record: a run may be due at once
+            _write_snapshot(settings, rec.id, snapshot)
         if store.r.set(schedule_key(rec.id), rec.model_dump_json(), nx=True):
             break
     else:  # pragma: no cover - 36^8 ids
@@ -135,11 +171,16 @@ def update_schedule(store: JobStore, settings: Settings, schedule_id: str, chang
     """Change some of :data:`nbrunner.core.schedules.EDITABLE`; a new clock (or a resume)
     starts counting from now.  Setting ``cron`` clears ``every`` and the other way round.
 
+    A new ``notebook`` may come with its ``content``, as in :func:`create_schedule`.
+
     Raises:
         InvalidRequest: an unknown field or a bad value; nothing is changed.
         NotFound: no such schedule."""
     if not isinstance(changes, dict):
         raise InvalidRequest("a schedule change must be a JSON object")
+    changes, content = submit.split_content(changes)
+    if content is not None and "notebook" not in changes:
+        raise InvalidRequest("content comes with the notebook it names: give both")
     for key in changes:
         if key not in EDITABLE:
             raise InvalidRequest(f"unknown field {key!r} (editable: {', '.join(EDITABLE)})")
@@ -150,10 +191,14 @@ def update_schedule(store: JobStore, settings: Settings, schedule_id: str, chang
         changes["every"] = None
     if changes.get("every") is not None and "cron" not in changes:
         changes["cron"] = None
+    snapshot = None
     if "notebook" in changes:
         if not isinstance(changes["notebook"], str):
             raise InvalidRequest("notebook must be a path")
-        changes["notebook"] = _check_notebook(settings, changes["notebook"], base)
+        changes["notebook"], snapshot = _check_notebook(settings, changes["notebook"], base, content)
+        get_schedule(store, schedule_id)
+        if snapshot is not None:
+            _write_snapshot(settings, schedule_id, snapshot)
 
     def change(rec: ScheduleRecord) -> bool:
         fields = {k: getattr(rec, k) for k in ScheduleSpec.model_fields}
@@ -164,6 +209,8 @@ def update_schedule(store: JobStore, settings: Settings, schedule_id: str, chang
         for k in ScheduleSpec.model_fields:
             setattr(rec, k, getattr(spec, k))
         rec.name = spec.name or rec.name
+        if "notebook" in changes:
+            rec.from_content = snapshot is not None
         if rec.paused:
             rec.next_run_at = None
         elif clock or resumed or rec.next_run_at is None:
@@ -176,13 +223,16 @@ def update_schedule(store: JobStore, settings: Settings, schedule_id: str, chang
     return rec
 
 
-def delete_schedule(store: JobStore, schedule_id: str) -> None:
-    """Remove the schedule (its runs stay, as jobs).  Raises NotFound."""
+def delete_schedule(store: JobStore, schedule_id: str, settings: Settings | None = None) -> None:
+    """Remove the schedule (its runs stay, as jobs) and, with ``settings``, its notebook snapshot.
+    Raises NotFound."""
     get_schedule(store, schedule_id)
     with store.r.pipeline() as p:
         p.delete(schedule_key(schedule_id))
         p.zrem(SCHEDULES, schedule_id)
         p.execute()
+    if settings is not None:
+        shutil.rmtree(snapshot_path(settings, schedule_id).parent, ignore_errors=True)
     _emit(store, "schedule", schedule_id)
 
 
@@ -228,6 +278,8 @@ def _fire(store: JobStore, settings: Settings, rec: ScheduleRecord) -> str | Non
     else:
         try:
             request = {**rec.spec().job_request(), "schedule": rec.id, "name": rec.name}
+            if rec.from_content:
+                request["content"] = _snapshot_text(settings, rec)
             job_id, error = submit.submit(store, settings, request, owner=rec.owner).id, None
         except NbrunnerError as exc:  # the notebook was removed or broken since: say why, keep the schedule
             job_id, error = None, one_line(exc)

@@ -13,13 +13,13 @@ import shutil
 import string
 import threading
 from collections import OrderedDict
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.config import CHECKED_NOTEBOOKS_BYTES, MAX_NOTEBOOK_BYTES, PURGE_WAIT_S, RETRIES, Settings
 from ..core.errors import Conflict, InvalidRequest
 from ..core.lifecycle import CancelRequested, Purge, Refused, SetPriority, submitted, transition
-from ..core.models import JobRecord, JobRequest, utcnow
+from ..core.models import JobRecord, JobRequest, check_content_name, utcnow
 from ..core.notebooks import load_nbformat
 from ..core.store import JobStore
 from .actions import advance, carry_out
@@ -106,16 +106,46 @@ def check_notebook(path: Path, shown: str) -> Checked:
         st = os.fstat(f.fileno())
         key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         raw = f.read(MAX_NOTEBOOK_BYTES + 1)
-    if len(raw) > MAX_NOTEBOOK_BYTES:
-        raise InvalidRequest(f"notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB: {shown}")
-    nb = _parse_notebook(raw, shown)
-    text = load_nbformat().writes(nb)
-    checked = Checked(nb, text if text.endswith("\n") else text + "\n", uses_grants(nb))
+    checked = _check_raw(raw, shown)
     with _checked_lock:
         _CHECKED[key] = checked
         while sum(k[2] for k in _CHECKED) > CHECKED_NOTEBOOKS_BYTES and len(_CHECKED) > 1:
             _CHECKED.popitem(last=False)
     return checked
+
+
+def check_content(content: Any, shown: str) -> Checked:
+    """A notebook sent as a request's ``content`` (its JSON text, or the JSON object), checked as
+    :func:`check_notebook` checks a file: size, JSON, nbformat schema."""
+    if isinstance(content, dict):
+        try:
+            content = json.dumps(content, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            raise InvalidRequest(f"not a notebook (content is not JSON): {shown}") from None
+    if not isinstance(content, str):
+        raise InvalidRequest("content must be the notebook: its JSON object or its text")
+    try:
+        raw = content.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRequest(f"content of {shown} is not valid UTF-8 text") from None
+    return _check_raw(raw, shown)
+
+
+def _check_raw(raw: bytes, shown: str) -> Checked:
+    if len(raw) > MAX_NOTEBOOK_BYTES:
+        raise InvalidRequest(f"notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB: {shown}")
+    nb = _parse_notebook(raw, shown)
+    text = load_nbformat().writes(nb)
+    return Checked(nb, text if text.endswith("\n") else text + "\n", uses_grants(nb))
+
+
+def split_content(request: Any) -> tuple[Any, Any]:
+    """``request`` without its ``content`` (the notebook sent with it; None: read the file
+    ``notebook`` names), and that content."""
+    if not isinstance(request, dict) or "content" not in request:
+        return request, None
+    request = dict(request)
+    return request, request.pop("content")
 
 
 def _parse_notebook(raw: bytes, shown: str) -> nbformat.NotebookNode:
@@ -220,11 +250,21 @@ def relative_to_workspace(settings: Settings, path: Path) -> str:
 def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: str | None = None,
            base: Path | None = None) -> JobRecord:
     """Validate a job request, snapshot its notebook to ``runs/<id>/input.ipynb`` and queue it;
-    returns the new record."""
+    returns the new record.
+
+    The notebook is the file ``notebook`` names (inside the workspace), or, when the request
+    carries ``content`` (the notebook's JSON object or text), that content, which ``notebook``
+    then names as given (a relative path: the job's name and working directory)."""
+    request, content = split_content(request)
     req = JobRequest.parse(request)
-    path = resolve_notebook(settings, req.notebook, base)
-    shown = relative_to_workspace(settings, path)
-    checked = check_notebook(path, shown)
+    if content is None:
+        path = resolve_notebook(settings, req.notebook, base)
+        shown, stem = relative_to_workspace(settings, path), path.stem
+        checked = check_notebook(path, shown)
+    else:  # the notebook came with the request: ``notebook`` names it, as given
+        shown = check_content_name(req.notebook)
+        stem = PurePosixPath(shown.replace("\\", "/")).stem
+        checked = check_content(content, shown)
     if req.kernel:
         check_kernel(req.kernel)
     else:
@@ -232,7 +272,7 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: 
     if req.language:
         check_language(req.language)
     cwd = resolve_cwd(settings, req.cwd, base) if req.cwd else None
-    return _record(store, settings, req, checked, shown, path.stem, cwd, owner)
+    return _record(store, settings, req, checked, shown, stem, cwd, owner)
 
 
 def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Checked, shown: str,

@@ -19,9 +19,10 @@ import getpass
 import logging
 import os
 import secrets
+import tempfile
 import time
 import uuid
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Any, Iterable
 
 import redis
@@ -30,7 +31,7 @@ from ..core.config import SWEEP_LOCK_TTL_S, SWEEP_LOCK_WAIT_S, Settings
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound
 from ..core.keys import PREFIX, job_key
 from ..core.lifecycle import Refused, StoppedEarly
-from ..core.models import JobRecord, JobRequest, utcnow
+from ..core.models import JobRecord, JobRequest, check_content_name, utcnow
 from ..core.store import JobStore
 from ..core.sweeps.asha import reported_values, rung_decision
 from ..core.sweeps.spec import SweepSpec, parse_spec
@@ -106,18 +107,39 @@ class _Lock:
 # creating a sweep
 
 
-def _notebook_parameters(path: Path) -> dict:
+def _notebook_parameters(path: Path | None, text: str) -> dict:
+    """The parameters cell of the notebook at ``path`` (None: of the notebook ``text``)."""
     import papermill
 
     try:
-        return papermill.inspect_notebook(str(path))
+        if path is not None:
+            return papermill.inspect_notebook(str(path))
+        with tempfile.TemporaryDirectory(prefix="nbrunner-sweep-") as tmp:  # papermill reads a file
+            copy = Path(tmp) / "input.ipynb"
+            copy.write_text(text, encoding="utf-8")
+            return papermill.inspect_notebook(str(copy))
     except Exception:  # no parameters cell, or one papermill cannot parse: nothing to check against
         return {}
 
 
+def _sweep_notebook(settings: Settings, notebook: str | os.PathLike, base: Path | None,
+                    content: Any) -> tuple[PurePath, str, Any, str]:
+    """The notebook of a sweep: (its path, as shown, its node, its text) from the file
+    ``notebook`` names or, with ``content``, from that content, which ``notebook`` names."""
+    if content is None:
+        path = submit.resolve_notebook(settings, str(notebook), base)
+        shown = submit.relative_to_workspace(settings, path)
+        checked = submit.check_notebook(path, shown)
+        return path, shown, checked.nb, checked.text
+    shown = check_content_name(str(notebook))
+    checked = submit.check_content(content, shown)
+    return PurePosixPath(shown.replace("\\", "/")), shown, checked.nb, checked.text
+
+
 def prepare(settings: Settings, notebook: str | os.PathLike, spec: Any, *, base: Path | None = None,
-            allow_file: bool = True, options: dict[str, Any] | None = None):
-    """Validate everything a sweep needs before anything is written.
+            allow_file: bool = True, options: dict[str, Any] | None = None, content: Any = None):
+    """Validate everything a sweep needs before anything is written (the notebook: the file
+    ``notebook`` names, or ``content``, see :func:`nbrunner.control.submit.submit`).
 
     Returns (spec, trials, notebook path, notebook node, job options)."""
     parsed = parse_spec(spec, allow_file)
@@ -129,12 +151,10 @@ def prepare(settings: Settings, notebook: str | os.PathLike, spec: Any, *, base:
         if key not in JOB_OPTIONS:
             raise InvalidRequest(f"unknown field {key!r}")
     JobRequest.parse({"notebook": str(notebook), **options})  # options alone, with one-line errors
-    path = submit.resolve_notebook(settings, str(notebook), base)
-    shown = submit.relative_to_workspace(settings, path)
-    nb = submit.read_notebook(path, shown)
+    path, shown, nb, text = _sweep_notebook(settings, notebook, base, content)
     if options.get("kernel"):
         submit.check_kernel(options["kernel"])
-    declared = _notebook_parameters(path)
+    declared = _notebook_parameters(path if content is None else None, text)
     for i, params in enumerate(trials):
         if declared:
             for name in params:
@@ -150,22 +170,23 @@ def prepare(settings: Settings, notebook: str | os.PathLike, spec: Any, *, base:
 
 def create_sweep(store: JobStore, settings: Settings, notebook: str | os.PathLike, spec: Any, *,
                  owner: str | None = None, base: Path | None = None, allow_file: bool = True,
-                 **options: Any) -> SweepRecord:
-    """Validate, record the sweep and submit its first trials (at most ``max_parallel``)."""
+                 content: Any = None, **options: Any) -> SweepRecord:
+    """Validate, record the sweep and submit its first trials (at most ``max_parallel``).  With
+    ``content`` (the notebook's JSON object or text) the trials run that, and ``notebook`` names it."""
     from ..core.notebooks import load_nbformat
 
     nbformat = load_nbformat()
 
     parsed, trials, path, nb, options = prepare(settings, notebook, spec, base=base, allow_file=allow_file,
-                                                options=options)
-    shown = submit.relative_to_workspace(settings, path)
+                                                options=options, content=content)
+    shown = submit.relative_to_workspace(settings, path) if content is None else str(notebook)
     for _ in range(10):
         sweep_id = submit.new_id()
         if store.r.zscore(SWEEPS, sweep_id) is None and not store.r.exists(sweep_key(sweep_id)):
             break
     rec = SweepRecord(id=sweep_id, notebook=shown, name=options.pop("name", None) or path.stem,
                       spec=parsed.to_dict(), trials=[Trial(parameters=p) for p in trials], options=options,
-                      owner=owner or getpass.getuser())
+                      owner=owner or getpass.getuser(), from_content=content is not None)
     snap = snapshot_path(settings, sweep_id)
     snap.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(snap))
@@ -304,6 +325,8 @@ def _submit_trial(store: JobStore, settings: Settings, rec: SweepRecord, index: 
     request = {"notebook": str(settings.workspace / rec.notebook), "parameters": trial.parameters,
                "name": trial_name(rec, index), "sweep": rec.id, **rec.options}
     try:
+        if rec.from_content:
+            request.update(notebook=rec.notebook, content=_snapshot_text(settings, rec.id))
         job = submit.submit(store, settings, request, owner=rec.owner)
     except NbrunnerError as exc:  # e.g. the notebook was deleted meanwhile: this trial cannot run
         trial.state = "skipped"
@@ -316,6 +339,14 @@ def _submit_trial(store: JobStore, settings: Settings, rec: SweepRecord, index: 
     trial.job, trial.state = job.id, "submitted"
     _save(store, rec)
     return job
+
+
+def _snapshot_text(settings: Settings, sweep_id: str) -> str:
+    try:
+        return snapshot_path(settings, sweep_id).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"the notebook snapshot of sweep {sweep_id} cannot be read ({exc.__class__.__name__})") \
+            from None
 
 
 def _use_snapshot(settings: Settings, sweep_id: str, job_id: str) -> None:

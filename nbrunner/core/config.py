@@ -137,6 +137,21 @@ ELASTIC_CPUS = Variable("NBRUNNER_ELASTIC_CPUS",
 ELASTIC_KEEP_LOGS = Variable("NBRUNNER_ELASTIC_KEEP_LOGS",
                              "keep the learners' logs of an ElasticTrainer run outside a job (any value)",
                              kind="flag", shown="removed after a successful run")
+SERVICE_URL = Variable("NBRUNNER_SERVICE_URL",
+                       "URL of an nbrunner service (e.g. `http://hub:8000/services/nbrunner/`): the Python API, "
+                       "the CLI and the server extension speak REST to it, with no Redis", shown="unset: Redis")
+TOKEN = Variable("NBRUNNER_TOKEN", "the API token sent to `NBRUNNER_SERVICE_URL`",
+                 shown="`$JUPYTERHUB_API_TOKEN`")
+
+#: The variable holding a JupyterHub user's API token in their server (``NBRUNNER_TOKEN`` overrides it).
+HUB_TOKEN_NAME = "JUPYTERHUB_API_TOKEN"
+#: The variable naming the JupyterHub user in their server (whose jobs ``mine=True`` shows).
+HUB_USER_NAME = "JUPYTERHUB_USER"
+
+
+def service_token(environ: Environ | None = None) -> str | None:
+    """The token for ``NBRUNNER_SERVICE_URL``: ``NBRUNNER_TOKEN``, else ``JUPYTERHUB_API_TOKEN``."""
+    return TOKEN.raw(environ) or (os.environ if environ is None else environ).get(HUB_TOKEN_NAME) or None
 
 # ---- variables nbrunner sets for its own child processes ---------------------------------------
 
@@ -165,7 +180,7 @@ ELASTIC_STANDBY = Variable("NBRUNNER_ELASTIC_STANDBY", "the learner starts ahead
 
 #: Every variable, users' first.
 VARIABLES = (WORKSPACE, REDIS_URL, STORAGE, RETRIES, WORKER_TTL, LEASE_TTL, KEEP_DAYS, RUNTIME_DIR, WARM_KERNEL,
-             LAB_TOKEN, ELASTIC_THREADS, ELASTIC_CPUS, ELASTIC_KEEP_LOGS,
+             LAB_TOKEN, ELASTIC_THREADS, ELASTIC_CPUS, ELASTIC_KEEP_LOGS, SERVICE_URL, TOKEN,
              HOST, HOST_ADDR, JOB_ID, JOB_DIR, GPUS, SLOT_SOURCE, SPARE_KERNEL, WARM_IMPORTS, LEARNER_LOADED,
              ELASTIC_SYSPATH, ELASTIC_DEVICE, ELASTIC_STORE_TIMEOUT, ELASTIC_STANDBY)
 #: The variables users set (the README's configuration table).
@@ -256,6 +271,14 @@ MODEL_SERVER_START_TIMEOUT_S = 120.0
 MODEL_SERVER_STOP_TIMEOUT_S = 10.0
 #: Seconds a non-elastic borrower keeps lent GPUs once asked for them (an accounts file's ``reclaim_after``).
 RECLAIM_AFTER_S = 30.0
+#: Seconds a client of an nbrunner service waits on its connection (to connect, for each read).
+SERVICE_TIMEOUT_S = 60.0
+#: Seconds the server extension waits to connect to the nbrunner service it forwards to.
+FORWARD_CONNECT_TIMEOUT_S = 10.0
+#: Seconds one forwarded request may last in all (a download, a stream of events).
+FORWARD_REQUEST_TIMEOUT_S = 24 * 3600.0
+#: Seconds between the polls of ``nbrunner logs --follow``.
+FOLLOW_POLL_S = 0.5
 
 # ---- sizes and batches ---------------------------------------------------------------------------
 
@@ -304,6 +327,8 @@ MAX_YAML_DEPTH = 64
 MAX_STRING_CHARS = 4096
 #: Bytes of a notebook a job is submitted with.
 MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
+#: Bytes of a REST request body that carries a notebook's ``content`` (as JSON text, escaping can double it).
+MAX_CONTENT_BODY = 2 * MAX_NOTEBOOK_BYTES
 #: Trials of one sweep.
 MAX_TRIALS = 1000
 #: A schedule's ``every``, in seconds (a leap year).

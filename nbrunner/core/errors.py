@@ -32,3 +32,13 @@ def one_line(text: object, limit: int = 300) -> str:
     """``text`` on one line (whitespace runs collapsed), cut to ``limit`` characters with "..."."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def from_status(status: int, message: str) -> NbrunnerError:
+    """The error a REST answer with HTTP ``status`` and ``message`` stands for (the mapping the
+    handlers make, turned around): 400 InvalidRequest, 404 NotFound, 409 Conflict, 503 NoCluster."""
+    kinds = {400: InvalidRequest, 404: NotFound, 409: Conflict, 503: NoCluster}
+    error = kinds.get(status, NbrunnerError)(message)
+    if status not in kinds:
+        error.status = status
+    return error

@@ -98,6 +98,24 @@ def check_notebook(v: str) -> str:
     return v
 
 
+def check_content_name(v: str) -> str:
+    """The ``notebook`` of a request that carries the notebook's content: a relative path of a
+    ``.ipynb`` file, kept as given (it names the job, and the job's working directory relative to
+    the owner's home).  Raises InvalidRequest."""
+    if not isinstance(v, str):
+        raise InvalidRequest("notebook must be a path relative to the owner's home")
+    try:
+        check_notebook(v)
+    except ValueError as exc:
+        raise InvalidRequest(str(exc)) from None
+    parts = v.replace("\\", "/").split("/")
+    if v.startswith(("/", "\\", "~")) or ".." in parts:
+        raise InvalidRequest(f"notebook path must be relative and stay inside the owner's home: {v}")
+    if not parts[-1].endswith(".ipynb") or parts[-1] == ".ipynb":
+        raise InvalidRequest(f"not a notebook (expected a .ipynb file): {v}")
+    return v
+
+
 def check_parameters(v: dict) -> dict:
     """Python identifiers, not keywords, mapped to JSON values; returns a copy made of JSON."""
     for key in v:
@@ -234,6 +252,12 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
         """The record as the store keeps it (``indent``: for ``job.json``)."""
         raw = msgspec.json.encode(self)
         return (msgspec.json.format(raw, indent=indent) if indent else raw).decode()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobRecord:
+        """A record from its public dict (a REST answer: ``to_dict()``; fields it lacks take their
+        defaults, fields it has that this version does not know are left out)."""
+        return msgspec.convert(data, cls)
 
     @classmethod
     def from_json(cls, raw: str | bytes) -> JobRecord:

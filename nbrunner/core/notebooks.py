@@ -1,4 +1,5 @@
-"""``load_nbformat()``: import nbformat without jsonschema's optional format checkers.
+"""``load_nbformat()``: import nbformat without jsonschema's optional format checkers; and
+``read_notebook_text()``: a notebook file's text, as a request's ``content``.
 
 nbformat imports jsonschema when it is imported, and jsonschema's ``_format`` module imports
 every optional format-checker package that is installed (``jsonschema[format-nongpl]``, which
@@ -27,7 +28,11 @@ extra, and no maintained, faster drop-in for them is published.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from types import ModuleType
+
+from .config import MAX_NOTEBOOK_BYTES
+from .errors import InvalidRequest
 
 _FORMAT_CHECKER_PACKAGES = ("rfc3987_syntax", "rfc3987", "rfc3986_validator", "rfc3339_validator", "isoduration",
                             "fqdn", "idna", "webcolors", "jsonpointer", "uri_template")
@@ -58,3 +63,20 @@ def load_nbformat() -> ModuleType:
     import nbformat
 
     return nbformat
+
+
+def read_notebook_text(path: Path, shown: str) -> str:
+    """The text of the notebook file at ``path`` (``shown``: its name in messages), to send as a
+    request's ``content``; InvalidRequest (one line) if it cannot be read, is larger than
+    MAX_NOTEBOOK_BYTES or is not UTF-8.  Its JSON is checked where it is submitted."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_NOTEBOOK_BYTES + 1)
+    except OSError as exc:
+        raise InvalidRequest(f"cannot read notebook {shown}: {exc.strerror or exc.__class__.__name__}") from None
+    if len(raw) > MAX_NOTEBOOK_BYTES:
+        raise InvalidRequest(f"notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB: {shown}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidRequest(f"not a notebook (invalid JSON): {shown}") from None

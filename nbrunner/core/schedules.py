@@ -183,6 +183,7 @@ class ScheduleRecord(BaseModel):
     priority: int = PRIORITY_DEFAULT
     timeout: float | None = None
     # bookkeeping
+    from_content: bool = False  # the notebook came with the request: every run runs its snapshot
     last_job: str | None = None  # the id of the latest run (overlap=skip looks at it)
     last_error: str | None = None  # why the latest fire time gave no run, if it did not
 

@@ -1,10 +1,12 @@
-"""The ExtensionApp: attaches to the workspace's cluster and registers the handlers."""
+"""The ExtensionApp: attaches to the workspace's cluster (or forwards to an nbrunner service) and registers the handlers."""
 from __future__ import annotations
+
+from pathlib import Path
 
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Unicode
 
-from ..core.config import WORKSPACE
+from ..core.config import SERVICE_URL, WORKSPACE, Settings, service_token
 from .handlers import routes
 from .model_servers import ModelServers
 
@@ -21,20 +23,37 @@ class NbrunnerExtension(ExtensionApp):
 
     def initialize_settings(self) -> None:
         """The cluster's operations (:class:`~nbrunner.control.api.ClusterAPI`), built once for every
-        handler; they connect to the workspace's cluster on first use."""
+        handler; they connect to the workspace's cluster on first use.  With ``NBRUNNER_SERVICE_URL``
+        set there is no cluster here: the API is forwarded to that service (:mod:`.forward`)."""
         from ..control.api import ClusterAPI
+
+        service = SERVICE_URL.text()
+        root = self.serverapp.root_dir
+        if service:  # the notebooks' own operations only (their parameters): no Redis, no workspace
+            from .forward import service_settings
+
+            here = Path(root).resolve()
+            self.settings.update({"nbrunner_api": ClusterAPI(Settings(workspace=here, storage=here, redis_url=None)),
+                                  "nbrunner_root": root, "nbrunner_service": service_settings(service, service_token())})
+            self.log.info("nbrunner: the REST API is forwarded to the nbrunner service at %s", service)
+            return
         from ..core.discovery import resolve
 
-        workspace = self.workspace or WORKSPACE.text() or self.serverapp.root_dir
+        workspace = self.workspace or WORKSPACE.text() or root
         self.settings.update({
             "nbrunner_api": ClusterAPI(resolve(workspace)),
-            "nbrunner_root": self.serverapp.root_dir,
+            "nbrunner_root": root,
             "nbrunner_multi_user": self.multi_user,
             "nbrunner_admins": {u.strip() for u in self.admin_users.split(",") if u.strip()},
             "nbrunner_model_servers": ModelServers(),
         })
 
     def initialize_handlers(self) -> None:
+        if "nbrunner_service" in self.settings:
+            from .forward import forward_routes
+
+            self.handlers.extend(forward_routes())
+            return
         self.handlers.extend(routes())
 
     async def stop_extension(self) -> None:

@@ -19,7 +19,7 @@ from tornado.ioloop import IOLoop
 
 from ..control.api import ClusterAPI
 from ..control.job_files import DOWNLOADS, download_file, download_name, zip_dir
-from ..core.config import IO_CHUNK_BYTES, JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BODY
+from ..core.config import IO_CHUNK_BYTES, JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BODY, MAX_CONTENT_BODY
 from ..core.errors import InvalidRequest, NbrunnerError, NotFound
 from ..core.identity import Caller, local_caller
 from ..core.limits import MAX_INT64, bad_input, loads_json
@@ -78,10 +78,11 @@ class BaseHandler:
             root = self.settings["nbrunner_root_resolved"] = Path(self.settings["nbrunner_root"]).resolve()
         return root
 
-    def body(self) -> dict[str, Any]:
+    def body(self, limit: int = MAX_BODY) -> dict[str, Any]:
+        """The request's JSON object, at most ``limit`` bytes (a notebook's ``content``: MAX_CONTENT_BODY)."""
         raw = self.request.body or b""
-        if len(raw) > MAX_BODY:
-            raise InvalidRequest(f"request body larger than {MAX_BODY // 1024} KiB")
+        if len(raw) > limit:
+            raise InvalidRequest(f"request body larger than {limit // 1024} KiB")
         data = loads_json(raw or b"{}")
         if not isinstance(data, dict):
             raise InvalidRequest("request body must be a JSON object")
@@ -99,6 +100,12 @@ class BaseHandler:
         if path.startswith(("/", "\\", "~")) or ".." in Path(path).parts or "\x00" in path:
             raise InvalidRequest(f"{what} path must stay inside the server root: {path}")
         return path
+
+    def notebook_path(self, data: dict[str, Any]) -> str:
+        """A request's ``notebook``: a file under the server root, or, when the request carries
+        the notebook's ``content``, the relative path that names it (kept as given)."""
+        rel = self.relative_path(data.get("notebook"))
+        return rel if data.get("content") is not None else str(self.root / rel)
 
     async def in_thread(self, fn, *args: Any) -> Any:
         """Run ``fn(*args)`` in a thread: writes, fsyncs and file work must not stall other requests."""
@@ -136,14 +143,16 @@ class JobsHandler(BaseHandler):
             raise InvalidRequest(f"limit must be an integer from 1 to {JOBS_PAGE_MAX}, got {raw[:20]!r}")
         records, after = self.api.jobs(self.caller, status, int(raw), self.get_query_argument("cursor", None),
                                        schedule=self.get_query_argument("schedule", None))
+        if "count=exact" in self.request.headers.get("Prefer", ""):  # what `nbrunner jobs` says it lists of
+            self.set_header("X-Total-Count", str(self.api.count(self.caller, status)))
         self.reply({"jobs": [r.to_dict() for r in records], "next": after})
 
     @web.authenticated
     async def post(self) -> None:
-        data = self.body()
+        data = self.body(MAX_CONTENT_BODY)
         data["notebook"] = self.relative_path(data.get("notebook"))
         root = self.root
-        if root != self.api.settings.workspace:  # notebook paths are relative to the server root
+        if data.get("content") is None and root != self.api.settings.workspace:  # relative to the server root
             data["notebook"] = str(root / data["notebook"])
         if "sweep" in data:
             raise InvalidRequest("unknown field 'sweep' (trials are created by POST /sweeps)")
@@ -297,9 +306,9 @@ class SweepsHandler(BaseHandler):
     def post(self) -> None:
         from ..control.sweeps import JOB_OPTIONS
 
-        data = self.body()
+        data = self.body(MAX_CONTENT_BODY)
         for key in data:
-            if key not in ("notebook", "spec", *JOB_OPTIONS):
+            if key not in ("notebook", "spec", "content", *JOB_OPTIONS):
                 raise InvalidRequest(f"unknown field {key!r}")
         notebook = self.relative_path(data.get("notebook"))
         if "spec" not in data:
@@ -307,9 +316,10 @@ class SweepsHandler(BaseHandler):
         spec = data["spec"]
         if not isinstance(spec, (dict, str)):
             raise InvalidRequest("spec must be a mapping or YAML text")
-        root = self.root
+        root, content = self.root, data.get("content")
         options = {k: data[k] for k in JOB_OPTIONS if k in data}
-        sweep = self.api.create_sweep(self.caller, str(root / notebook), spec, base=root, allow_file=False, **options)
+        sweep = self.api.create_sweep(self.caller, notebook if content is not None else str(root / notebook), spec,
+                                      base=root, allow_file=False, content=content, **options)
         self.reply(sweep, 201)
 
 
@@ -334,8 +344,8 @@ class SchedulesHandler(BaseHandler):
 
     @web.authenticated
     def post(self) -> None:
-        data = self.body()
-        data["notebook"] = str(self.root / self.relative_path(data.get("notebook")))
+        data = self.body(MAX_CONTENT_BODY)
+        data["notebook"] = self.notebook_path(data)
         self.reply(self.api.create_schedule(self.caller, data).to_dict(), 201)
 
 
@@ -349,9 +359,9 @@ class ScheduleHandler(BaseHandler):
     @web.authenticated
     def patch(self, schedule_id: str) -> None:
         self.api.schedule(self.caller, schedule_id)
-        data = self.body()
+        data = self.body(MAX_CONTENT_BODY)
         if "notebook" in data:
-            data["notebook"] = str(self.root / self.relative_path(data["notebook"]))
+            data["notebook"] = self.notebook_path(data)
         self.reply(self.api.update_schedule(self.caller, schedule_id, data).to_dict())
 
     @web.authenticated

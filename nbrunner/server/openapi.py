@@ -66,10 +66,15 @@ JOB = {
     },
 }
 
+CONTENT = {"oneOf": [OBJ, {"type": "string"}],
+           "description": "the notebook itself (its JSON object or text), snapshotted instead of reading "
+                          "`notebook` from the server root; `notebook` then names it (a relative path)"}
+
 JOB_REQUEST = {
     "type": "object", "required": ["notebook"],
     "properties": {
         "notebook": {"type": "string", "description": "path relative to the server root"},
+        "content": CONTENT,
         "parameters": OBJ, "name": {"type": "string"},
         "min_gpus": {"type": "integer", "minimum": 0}, "max_gpus": {"type": "integer", "minimum": 0},
         "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX, "default": PRIORITY_DEFAULT},
@@ -89,7 +94,9 @@ _SCHEDULE_FIELDS = {
     "min_gpus": {"type": "integer"}, "max_gpus": {"type": "integer"}, "priority": {"type": "integer"},
     "timeout": {"type": "number"},
 }
-SCHEDULE_REQUEST = {"type": "object", "properties": {**_SCHEDULE_FIELDS, "paused": {"type": "boolean"}}}
+SCHEDULE_REQUEST = {"type": "object", "properties": {**_SCHEDULE_FIELDS, "paused": {"type": "boolean"},
+                                                     "content": {**CONTENT, "description": CONTENT["description"]
+                                                                 + "; every run runs it"}}}
 SCHEDULE = {"type": "object", "properties": {
     **_SCHEDULE_FIELDS, "id": {"type": "string"}, "paused": {"type": "boolean"}, "owner": {"type": "string"},
     "next_run_at": {"type": "string", "nullable": True}, "last_run_at": {"type": "string", "nullable": True},
@@ -106,12 +113,16 @@ PATHS: dict[str, dict[str, Any]] = {
                                _query("schedule", {"type": "string"}, "only the runs of this schedule"),
                                _query("limit", {"type": "integer", "minimum": 1, "maximum": JOBS_PAGE_MAX,
                                                 "default": JOBS_PAGE_DEFAULT}, "at most this many jobs"),
-                               _query("cursor", {"type": "string"}, "the previous page's next: the page after it")],
-                "responses": {"200": _json({"type": "object", "properties": {
+                               _query("cursor", {"type": "string"}, "the previous page's next: the page after it"),
+                               {"name": "Prefer", "in": "header", "required": False,
+                                "description": "count=exact: the X-Total-Count header says how many jobs the caller "
+                                               "sees in that status", "schema": {"type": "string"}}],
+                "responses": {"200": {**_json({"type": "object", "properties": {
                     "jobs": {"type": "array", "items": _ref("Job")},
                     "next": {"type": "string", "nullable": True,
                              "description": "cursor of the next page, or null on the last one"}}},
-                    "a page of jobs"), **BAD}},
+                    "a page of jobs"), "headers": {"X-Total-Count": {
+                        "description": "with Prefer: count=exact", "schema": {"type": "integer"}}}}, **BAD}},
         "post": {"summary": "Submit a notebook as a job",
                  "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("JobRequest")}}},
                  "responses": {"201": _json(_ref("Job"), "the queued job"), **BAD}},
@@ -190,7 +201,7 @@ PATHS: dict[str, dict[str, Any]] = {
         "post": {"summary": "Start a parameter sweep",
                  "requestBody": {"required": True, "content": {"application/json": {"schema": {
                      "type": "object", "required": ["notebook", "spec"],
-                     "properties": {"notebook": {"type": "string"},
+                     "properties": {"notebook": {"type": "string"}, "content": CONTENT,
                                     "spec": {"oneOf": [OBJ, {"type": "string"}]}}}}}},
                  "responses": {"201": _json(_ref("Sweep"), "the sweep"), **BAD}},
     },

@@ -7,7 +7,7 @@ import pytest
 import traceback
 
 import nbrunner
-from nbrunner.client.job import read_log
+from nbrunner.control.job_files import read_log
 from nbrunner.elastic.protocol import ElasticTrainingError, root_cause
 from nbrunner.execution.execute import describe_failure
 

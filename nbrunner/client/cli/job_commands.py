@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import typer
 
-from ...core.config import JOBS_SHOWN
+from ...core.config import FOLLOW_POLL_S, JOBS_SHOWN
 from ...core.errors import NbrunnerError
 from ...core.models import PRIORITY_DEFAULT, STATUSES
 from .app import DirOption, app, cluster_of, console, print_json, typed_parameters, terminal
@@ -74,9 +74,8 @@ def jobs(status: Optional[str] = typer.Option(None, "--status"),
         raise typer.BadParameter("--limit and --all do not go together")
     if limit is not None and limit < 1:
         raise typer.BadParameter(f"--limit must be a positive integer, got {limit}")
-    cluster = cluster_of(workspace)
-    where = None if schedule is None else (lambda r: r.schedule == schedule)
-    records, after = cluster.store.page(status, None if every else limit or JOBS_SHOWN, where=where)
+    backend = cluster_of(workspace).backend
+    records, after = backend.jobs(status, None if every else limit or JOBS_SHOWN, schedule=schedule)
     if as_json:
         print_json({"jobs": [r.to_dict() for r in records], "next": after})
         return
@@ -86,7 +85,7 @@ def jobs(status: Optional[str] = typer.Option(None, "--status"),
     print(render.jobs_text(records, **terminal()))
     line = render.totals_line(records)
     if after is not None:
-        line += f" (the newest {len(records)} of {cluster.store.count(status)}; --all lists them all)"
+        line += f" (the newest {len(records)} of {backend.count(status)}; --all lists them all)"
     print(line)
 
 
@@ -94,7 +93,7 @@ def jobs(status: Optional[str] = typer.Option(None, "--status"),
 def show(job_id: str = typer.Argument(..., metavar="JOB"), as_json: bool = typer.Option(False, "--json"),
          workspace: Optional[Path] = DirOption) -> None:
     """Show one job."""
-    rec = cluster_of(workspace).store.get(job_id)
+    rec = cluster_of(workspace).backend.job(job_id)
     if as_json:
         print_json(rec.to_dict())
         return
@@ -107,25 +106,19 @@ def show(job_id: str = typer.Argument(..., metavar="JOB"), as_json: bool = typer
 def logs(job_id: str = typer.Argument(..., metavar="JOB"), follow: bool = typer.Option(False, "--follow", "-f"),
          workspace: Optional[Path] = DirOption) -> None:
     """Print a job's log; with --follow, until the job ends."""
-    from ..job import read_log
-
-    cluster = cluster_of(workspace)
-    rec = cluster.store.get(job_id)
-    job_dir = cluster.settings.job_dir(rec.id)
+    backend = cluster_of(workspace).backend
     offset = 0
     while True:
-        text, offset = read_log(job_dir, offset, finished=rec.finished)
+        text, offset = backend.log(job_id, offset)
         if text:
             sys.stdout.write(text)
             sys.stdout.flush()
-        if follow:
-            rec = cluster.store.get(job_id)
-        if not follow or rec.finished:
-            if follow:  # what was written between the read and the status check
-                text, offset = read_log(job_dir, offset, finished=True)
-                sys.stdout.write(text)
+        if not follow:
             return
-        time.sleep(0.5)
+        if backend.job(job_id).finished:  # what was written between the read and the status check
+            sys.stdout.write(backend.log(job_id, offset)[0])
+            return
+        time.sleep(FOLLOW_POLL_S)
 
 
 @app.command()

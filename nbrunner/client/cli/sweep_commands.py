@@ -88,9 +88,7 @@ def schedule_add(notebook: str = typer.Argument(..., help="notebook path"),
 @schedule_app.command("list")
 def schedule_list(as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
     """List schedules."""
-    from ...control.schedules import list_schedules
-
-    records = list_schedules(cluster_of(workspace).store)
+    records = [s.record for s in cluster_of(workspace).schedules()]
     if as_json:
         print_json({"schedules": [r.to_dict() for r in records]})
     else:
@@ -103,9 +101,7 @@ def schedule_list(as_json: bool = typer.Option(False, "--json"), workspace: Opti
 def schedule_show(schedule_id: str = typer.Argument(..., metavar="ID"),
                   workspace: Optional[Path] = DirOption) -> None:
     """Show one schedule (JSON)."""
-    from ...control.schedules import get_schedule
-
-    print_json(get_schedule(cluster_of(workspace).store, schedule_id).to_dict())
+    print_json(cluster_of(workspace).backend.schedule(schedule_id).to_dict())
 
 
 @schedule_app.command("pause")
@@ -142,24 +138,30 @@ model_app = typer.Typer(no_args_is_help=True, help="Register and list trained mo
 app.add_typer(model_app, name="model")
 
 
+def registry_of(workspace: Optional[Path]):
+    """Whose models a command acts on: the service's (``NBRUNNER_SERVICE_URL``), else the
+    workspace's registry (no running cluster needed)."""
+    from ...core.config import SERVICE_URL, Settings
+
+    if SERVICE_URL.text():
+        return cluster_of(workspace).backend
+    from ..local import LocalBackend
+
+    return LocalBackend(Settings.load(workspace), None)
+
+
 @model_app.command("register")
 def model_register(job_id: str = typer.Argument(..., metavar="JOB"), name: str = typer.Argument(..., metavar="NAME"),
                    as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
     """Register the model a job saved (runs/JOB/model/) as the next version of NAME; prints NAME:VERSION."""
-    from ...core.config import Settings
-    from ...serving.registry import register_model
-
-    entry = register_model(Settings.load(workspace), job_id, name)
+    entry = registry_of(workspace).register_model(job_id, name)
     print_json(entry) if as_json else print(f"{entry['name']}:{entry['version']}")
 
 
 @model_app.command("list")
 def model_list(as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
     """List registered models and their versions."""
-    from ...core.config import Settings
-    from ...serving.registry import list_models
-
-    models = list_models(Settings.load(workspace))
+    models = registry_of(workspace).models()
     if as_json:
         print_json({"models": models})
         return

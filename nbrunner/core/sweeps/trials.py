@@ -64,12 +64,13 @@ class Trial(BaseModel):
 
 class SweepRecord(BaseModel):
     id: str
-    notebook: str  # relative to the workspace
+    notebook: str  # relative to the workspace (as given, when it came as content)
     name: str
     spec: dict[str, Any]
     trials: list[Trial]
     options: dict[str, Any] = Field(default_factory=dict)  # job fields given to every trial
     owner: str = ""
+    from_content: bool = False  # the notebook came with the request: trials run the snapshot, ``notebook`` names it
     created_at: str = Field(default_factory=utcnow)
     finished_at: str | None = None
     status: str = "running"  # running, completed, cancelled
