@@ -27,7 +27,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from ..core.config import HUB_USER_NAME, IO_CHUNK_BYTES, JOBS_PAGE_MAX, SERVICE_TIMEOUT_S, SERVICE_URL
 from ..core.errors import InvalidRequest, NbrunnerError, NoCluster, NotFound, from_status, one_line
 from ..core.models import JobRecord
-from ..core.notebooks import read_notebook_text
+from ..core.notebooks import notebook_file, read_notebook_text
 from .sweep import SweepState
 
 if TYPE_CHECKING:
@@ -136,17 +136,7 @@ class ServiceClient:
 def notebook_content(notebook: str | os.PathLike) -> tuple[str, str]:
     """The name and text of the caller's notebook file, checked as a submit checks it (one-line
     errors): the name is its path relative to the home directory, else its file name."""
-    path = Path(notebook).expanduser()
-    try:
-        real = path.resolve(strict=True)
-    except FileNotFoundError:
-        raise InvalidRequest(f"notebook not found: {notebook}") from None
-    except (OSError, RuntimeError) as exc:
-        raise InvalidRequest(f"cannot read notebook {notebook}: {exc.__class__.__name__}") from None
-    if not real.is_file():
-        raise InvalidRequest(f"not a file: {notebook}")
-    if real.suffix != ".ipynb":
-        raise InvalidRequest(f"not a notebook (expected a .ipynb file): {notebook}")
+    real = notebook_file(Path(notebook).expanduser(), str(notebook))
     text = read_notebook_text(real, str(notebook))
     home = Path.home().resolve()
     return (str(real.relative_to(home)) if home in real.parents else real.name), text
@@ -265,7 +255,11 @@ class RemoteBackend:
                 raise self.client.unreachable(exc) from None
             if not chunk:
                 return
-            out.write(chunk)
+            try:
+                out.write(chunk)
+            except BaseException:  # the rest of the answer stays unread: this connection is done
+                self.client.close()
+                raise
 
     def timeline(self, job_id: str) -> list[dict]:
         """GPUs held over time (``[]`` for a job not among the newest the service charts)."""

@@ -20,7 +20,7 @@ from ..core.config import CHECKED_NOTEBOOKS_BYTES, MAX_NOTEBOOK_BYTES, PURGE_WAI
 from ..core.errors import Conflict, InvalidRequest
 from ..core.lifecycle import CancelRequested, Purge, Refused, SetPriority, submitted, transition
 from ..core.models import JobRecord, JobRequest, check_content_name, utcnow
-from ..core.notebooks import load_nbformat
+from ..core.notebooks import load_nbformat, notebook_file
 from ..core.store import JobStore
 from .actions import advance, carry_out
 
@@ -56,19 +56,7 @@ def resolve_notebook(settings: Settings, notebook: str, base: Path | None = None
     path = raw if raw.is_absolute() else root / raw
     if base is not None and not raw.is_absolute() and _exists(base / raw):
         path = base / raw  # CLI and Python: relative to the current directory first
-    try:
-        real = path.resolve(strict=True)
-    except FileNotFoundError:
-        raise InvalidRequest(f"notebook not found: {notebook}") from None
-    except (OSError, RuntimeError) as exc:
-        raise InvalidRequest(f"cannot read notebook {notebook}: {exc.__class__.__name__}") from None
-    if real != root and root not in real.parents:
-        raise InvalidRequest(f"notebook path is outside the workspace: {notebook}")
-    if not real.is_file():
-        raise InvalidRequest(f"not a file: {notebook}")
-    if real.suffix != ".ipynb":
-        raise InvalidRequest(f"not a notebook (expected a .ipynb file): {notebook}")
-    return real
+    return notebook_file(path, notebook, inside=root)
 
 
 class Checked(NamedTuple):

@@ -1,5 +1,6 @@
-"""``load_nbformat()``: import nbformat without jsonschema's optional format checkers; and
-``read_notebook_text()``: a notebook file's text, as a request's ``content``.
+"""``load_nbformat()``: import nbformat without jsonschema's optional format checkers; and a
+notebook file checked (``notebook_file()``) and read (``read_notebook_text()``: as a request's
+``content``).
 
 nbformat imports jsonschema when it is imported, and jsonschema's ``_format`` module imports
 every optional format-checker package that is installed (``jsonschema[format-nongpl]``, which
@@ -80,3 +81,22 @@ def read_notebook_text(path: Path, shown: str) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidRequest(f"not a notebook (invalid JSON): {shown}") from None
+
+
+def notebook_file(path: Path, shown: str, inside: Path | None = None) -> Path:
+    """The real path of the notebook file ``path`` (``shown``: as the caller wrote it), refused in
+    one line unless it exists, is a ``.ipynb`` file and (with ``inside``) resolves inside that
+    directory: a symbolic link leading out counts as outside."""
+    try:
+        real = path.resolve(strict=True)
+    except FileNotFoundError:
+        raise InvalidRequest(f"notebook not found: {shown}") from None
+    except (OSError, RuntimeError) as exc:
+        raise InvalidRequest(f"cannot read notebook {shown}: {exc.__class__.__name__}") from None
+    if inside is not None and real != inside and inside not in real.parents:
+        raise InvalidRequest(f"notebook path is outside the workspace: {shown}")
+    if not real.is_file():
+        raise InvalidRequest(f"not a file: {shown}")
+    if real.suffix != ".ipynb":
+        raise InvalidRequest(f"not a notebook (expected a .ipynb file): {shown}")
+    return real

@@ -78,14 +78,18 @@ class BaseHandler:
             root = self.settings["nbrunner_root_resolved"] = Path(self.settings["nbrunner_root"]).resolve()
         return root
 
-    def body(self, limit: int = MAX_BODY) -> dict[str, Any]:
-        """The request's JSON object, at most ``limit`` bytes (a notebook's ``content``: MAX_CONTENT_BODY)."""
+    def body(self, content: bool = False) -> dict[str, Any]:
+        """The request's JSON object, at most MAX_BODY bytes; with ``content``, a body that carries a
+        notebook's ``content`` may have MAX_CONTENT_BODY."""
         raw = self.request.body or b""
+        limit = MAX_CONTENT_BODY if content and b'"content"' in raw else MAX_BODY
         if len(raw) > limit:
             raise InvalidRequest(f"request body larger than {limit // 1024} KiB")
         data = loads_json(raw or b"{}")
         if not isinstance(data, dict):
             raise InvalidRequest("request body must be a JSON object")
+        if len(raw) > MAX_BODY and data.get("content") is None:
+            raise InvalidRequest(f"request body larger than {MAX_BODY // 1024} KiB")
         return data
 
     def reply(self, obj: Any, status: int = 200) -> None:
@@ -149,7 +153,7 @@ class JobsHandler(BaseHandler):
 
     @web.authenticated
     async def post(self) -> None:
-        data = self.body(MAX_CONTENT_BODY)
+        data = self.body(content=True)
         data["notebook"] = self.relative_path(data.get("notebook"))
         root = self.root
         if data.get("content") is None and root != self.api.settings.workspace:  # relative to the server root
@@ -306,7 +310,7 @@ class SweepsHandler(BaseHandler):
     def post(self) -> None:
         from ..control.sweeps import JOB_OPTIONS
 
-        data = self.body(MAX_CONTENT_BODY)
+        data = self.body(content=True)
         for key in data:
             if key not in ("notebook", "spec", "content", *JOB_OPTIONS):
                 raise InvalidRequest(f"unknown field {key!r}")
@@ -344,7 +348,7 @@ class SchedulesHandler(BaseHandler):
 
     @web.authenticated
     def post(self) -> None:
-        data = self.body(MAX_CONTENT_BODY)
+        data = self.body(content=True)
         data["notebook"] = self.notebook_path(data)
         self.reply(self.api.create_schedule(self.caller, data).to_dict(), 201)
 
@@ -359,7 +363,7 @@ class ScheduleHandler(BaseHandler):
     @web.authenticated
     def patch(self, schedule_id: str) -> None:
         self.api.schedule(self.caller, schedule_id)
-        data = self.body(MAX_CONTENT_BODY)
+        data = self.body(content=True)
         if "notebook" in data:
             data["notebook"] = self.notebook_path(data)
         self.reply(self.api.update_schedule(self.caller, schedule_id, data).to_dict())

@@ -125,6 +125,18 @@ def test_a_job_travels_as_content_and_comes_back(pair):
     assert pair.usr("GET", f"jobs/{again['id']}")[0] == 404
 
 
+def test_a_notebook_larger_than_a_plain_request_body_travels(pair):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("x" * (3 * 2**20)),
+                                         nbformat.v4.new_code_cell("print('big one ran')")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(pair.user_root / "big.ipynb"))
+    code, job = pair.usr("POST", "jobs", {"notebook": "big.ipynb"})
+    assert code == 201, job
+    assert "big one ran" in pair.usr("GET", f"jobs/{pair.finished(job['id'])['id']}/log")[1]["text"]
+
+
 def test_priority_cancel_and_listing(pair):
     code, job = pair.usr("POST", "jobs", {"notebook": "slow.ipynb", "min_gpus": 1})  # no GPU here: stays queued
     assert code == 201 and job["status"] == "queued"
