@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbrunner.core.allocate import allocate
-from nbrunner.core.goodput import HORIZON_S, fit_many, fit_throughput
+from nbrunner.core.goodput import HORIZON_S
+from nbrunner.core.throughput import fit_many, fit_throughput
 
 from .test_allocate import admitted_of, job, order_of, scenarios
 
