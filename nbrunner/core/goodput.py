@@ -169,11 +169,14 @@ def _efficient_size(coef: np.ndarray, floor: float, cap: np.ndarray) -> np.ndarr
     quadratics, checked against their integer neighbours for rounding.
     """
     b, a, c = coef[:, 0], coef[:, 1], coef[:, 2]
-    limit = (a + b) / floor  # n y(n) = c n^2 + (a - c) n + b must stay <= limit
     big = cap.astype(np.float64) + 1.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        disc = np.sqrt(np.maximum((a - c) ** 2 + 4 * c * (limit - b), 0.0))
-        n_eff = np.where(c > 0, (c - a + disc) / (2 * c), np.where(a > 0, (limit - b) / a, big))
+    with np.errstate(all="ignore"):  # floor 0 (no floor) or c near 0: infinite bounds, clipped below
+        limit = (a + b) / floor  # n y(n) = c n^2 + (a - c) n + b must stay <= limit
+        K = limit - b
+        disc = np.sqrt((a - c) ** 2 + 4 * c * K)
+        # The larger root, in the form without cancellation for each sign of a - c.
+        n_eff = np.where(a >= c, 2 * K / ((a - c) + disc), (c - a + disc) / (2 * c))
+        n_eff = np.where(np.isnan(n_eff), big, n_eff)
         n_rise = np.where(c > 0, (1 + np.sqrt(1 + 4 * b / np.where(c > 0, c, 1.0))) / 2, big)
     n = np.clip(np.floor(np.minimum(np.minimum(n_eff, n_rise), big)), 1, big)
 
