@@ -14,6 +14,8 @@ from nbrunner.core.throughput import fit_many, fit_throughput
 from .test_allocate import admitted_of, job, order_of, scenarios
 from .test_throughput import curve
 
+LONG = 20 * 3600.0  # attained GPU-seconds past the 16 GPU-hour threshold
+
 
 # ---------------------------------------------------------------- policy examples
 
@@ -119,9 +121,24 @@ def measured_scenarios(draw):
     return total, out
 
 
-@settings(max_examples=300, deadline=None)
-@given(measured_scenarios())
+ATTAINED = st.one_of(st.sampled_from([0, 1.0, 16 * 3600.0 - 1, 16 * 3600.0, LONG]), st.floats(0, 3 * LONG))
+
+
+@st.composite
+def queued_scenarios(draw, pauses: bool = True):
+    total, demands = draw(measured_scenarios())
+    out = []
+    for d in demands:
+        if not pauses:
+            d = {k: v for k, v in d.items() if k not in ("gpus", "pause_s")}
+        out.append(dict(d, attained=draw(ATTAINED)))
+    return total, out
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(measured_scenarios(), queued_scenarios()))
 def test_goodput_invariants(sc):
+    """Totals, min/max (running jobs never below their min), admission as fairshare, no backfill."""
     total, demands = sc
     out = allocate(total, demands, "goodput")
     assert set(out) == {d["id"] for d in demands}
@@ -141,8 +158,8 @@ def test_goodput_invariants(sc):
             refused = True
 
 
-@settings(max_examples=200, deadline=None)
-@given(measured_scenarios(), st.randoms(use_true_random=False))
+@settings(max_examples=250, deadline=None)
+@given(st.one_of(measured_scenarios(), queued_scenarios()), st.randoms(use_true_random=False))
 def test_goodput_deterministic_under_shuffle(sc, rnd):
     total, demands = sc
     shuffled = list(demands)
@@ -185,9 +202,6 @@ def test_goodput_never_less_utility_than_fairshare_without_pauses(sc):
 
 
 # ---------------------------------------------------------------- short work first
-
-LONG = 20 * 3600.0  # attained GPU-seconds past the 16 GPU-hour threshold
-
 
 def test_queue_thresholds():
     assert QUEUE_THRESHOLDS == (16 * 3600.0,)
@@ -243,51 +257,6 @@ def test_attained_is_validated():
             allocate(4, [job("a", attained=bad)], "goodput")
     assert allocate(4, [job("a", attained=np.float32(5.0)), job("b", attained=7)], "goodput") == {"a": 2, "b": 2}
     assert allocate(4, [job("a", attained="x")], "fairshare") == {"a": 4}  # other policies ignore it
-
-
-ATTAINED = st.one_of(st.sampled_from([0, 1.0, 16 * 3600.0 - 1, 16 * 3600.0, LONG]), st.floats(0, 3 * LONG))
-
-
-@st.composite
-def queued_scenarios(draw, pauses: bool = True):
-    total, demands = draw(measured_scenarios())
-    out = []
-    for d in demands:
-        if not pauses:
-            d = {k: v for k, v in d.items() if k not in ("gpus", "pause_s")}
-        out.append(dict(d, attained=draw(ATTAINED)))
-    return total, out
-
-
-@settings(max_examples=300, deadline=None)
-@given(queued_scenarios())
-def test_short_first_invariants(sc):
-    total, demands = sc
-    out = allocate(total, demands, "goodput")
-    assert set(out) == {d["id"] for d in demands}
-    assert all(isinstance(v, int) and v >= 0 for v in out.values())
-    assert sum(out.values()) <= total
-    adm = {d["id"] for d in admitted_of(total, demands, "fairshare")}  # admission exactly as fairshare
-    for d in demands:
-        if d["id"] in adm:
-            assert d["min_gpus"] <= out[d["id"]] <= d["max_gpus"]  # running ones never below their min
-        else:
-            assert out[d["id"]] == 0
-    refused = False
-    for d in order_of(demands, "fairshare"):
-        if refused:
-            assert out[d["id"]] == 0  # no backfill
-        elif d["min_gpus"] > 0 and out[d["id"]] == 0:
-            refused = True
-
-
-@settings(max_examples=100, deadline=None)
-@given(queued_scenarios(), st.randoms(use_true_random=False))
-def test_short_first_deterministic_under_shuffle(sc, rnd):
-    total, demands = sc
-    shuffled = list(demands)
-    rnd.shuffle(shuffled)
-    assert allocate(total, shuffled, "goodput") == allocate(total, demands, "goodput")
 
 
 def still_gains(d: dict, x: int, total: int, queue: int) -> bool:
