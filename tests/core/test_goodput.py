@@ -135,7 +135,7 @@ def queued_scenarios(draw, pauses: bool = True):
     return total, out
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.one_of(measured_scenarios(), queued_scenarios()))
 def test_goodput_invariants(sc):
     """Totals, min/max (running jobs never below their min), admission as fairshare, no backfill."""
@@ -158,7 +158,7 @@ def test_goodput_invariants(sc):
             refused = True
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.one_of(measured_scenarios(), queued_scenarios()), st.randoms(use_true_random=False))
 def test_goodput_deterministic_under_shuffle(sc, rnd):
     total, demands = sc
@@ -275,7 +275,7 @@ def still_gains(d: dict, x: int, total: int, queue: int) -> bool:
     return rises and model.speedup(x + 1) / (x + 1) >= EFFICIENCY_FLOOR * (1 + 1e-9)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(queued_scenarios(pauses=False))
 def test_less_attained_is_not_served_after_more(sc):
     """A job past its min in a later queue means every admitted job of an earlier queue is served."""

@@ -42,7 +42,7 @@ def write_app(traces: Path, app: str, validation: dict[int, list[int]]) -> None:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path):
+def toy(tmp_path: Path):
     """tmp_path/traces/{long,short} and a helper writing tmp_path/workloads/<name>.csv."""
     traces = tmp_path / "traces"
     write_app(traces, "long", {32: [1000, 2000]})  # 2000 steps at batch 32
@@ -59,8 +59,8 @@ def cluster(tmp_path: Path):
     return traces, workload
 
 
-def test_app_model_interpolation_and_accumulation(cluster):
-    traces, _ = cluster
+def test_app_model_interpolation_and_accumulation(toy):
+    traces, _ = toy
     m = AppModel("long", traces / "long")
     assert m.step_time(2, 32) == pytest.approx(toy_step(2, 16)[0])
     # local batch 12 lies between 8 and 16: linear interpolation.
@@ -80,16 +80,16 @@ def test_app_model_interpolation_and_accumulation(cluster):
     assert s.total_steps(16) == pytest.approx((600 * 8 + 100 * 32) / 2 / 16)
 
 
-def test_best_replicas_is_fewest_gpus_at_peak_throughput(cluster):
-    traces, _ = cluster
+def test_best_replicas_is_fewest_gpus_at_peak_throughput(toy):
+    traces, _ = toy
     m = AppModel("long", traces / "long")
     # batch 32: 1 GPU 0.42 s, 2 GPUs 0.27 s, 4 GPUs 0.21 s, 8 GPUs 0.21 s -> 4.
     assert m.best_replicas(32, 64) == 4
     assert m.best_replicas(32, 2) == 2
 
 
-def test_single_job_finishes_in_expected_time(cluster):
-    traces, workload = cluster
+def test_single_job_finishes_in_expected_time(toy):
+    traces, workload = toy
     path = workload("one", [("long-0", 10, "long", 2, 32)])
     expected = 2.0 + 2000 * toy_step(2, 16)[0]
     res = simulate(path, 4, "static", restart_pause=2.0)
@@ -102,8 +102,8 @@ def test_single_job_finishes_in_expected_time(cluster):
     assert res.jobs[0].gpus == 4
 
 
-def test_static_is_fifo_without_backfill(cluster):
-    traces, workload = cluster
+def test_static_is_fifo_without_backfill(toy):
+    traces, workload = toy
     path = workload("fifo", [("a", 0, "long", 3, 32), ("b", 1, "long", 2, 32), ("c", 2, "short", 1, 32)])
     res = simulate(path, 4, "static")
     a, b, c = res.jobs
@@ -113,8 +113,8 @@ def test_static_is_fifo_without_backfill(cluster):
     assert c.finish < b.finish
 
 
-def test_fairshare_beats_static_on_contended_workload(cluster):
-    traces, workload = cluster
+def test_fairshare_beats_static_on_contended_workload(toy):
+    traces, workload = toy
     rows = [("long-0", 0, "long", 4, 32)]
     rows += [(f"short-{i}", 5 + 20 * i, "short", 2, 32) for i in range(6)]
     path = workload("contended", rows)
@@ -131,14 +131,14 @@ def test_fairshare_beats_static_on_contended_workload(cluster):
     assert sum(j.resizes for j in fair.jobs) > 0
 
 
-def test_load_workload_reads_rows(cluster):
-    _, workload = cluster
+def test_load_workload_reads_rows(toy):
+    _, workload = toy
     jobs = load_workload(workload("w", [("x", 3, "long", 2, 32)]))
     assert [(j.name, j.submit, j.app, j.replicas, j.batch) for j in jobs] == [("x", 3.0, "long", 2, 32)]
 
 
-def test_unknown_application_is_an_error(cluster):
-    _, workload = cluster
+def test_unknown_application_is_an_error(toy):
+    _, workload = toy
     with pytest.raises(ValueError, match="nope"):
         simulate(workload("bad", [("x", 0, "nope", 1, 32)]), 4, "static")
 
@@ -152,8 +152,8 @@ def run_module(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
     return exit_.value.code, out.out, out.err
 
 
-def test_module_json_output_shape(cluster, monkeypatch, capsys):
-    traces, workload = cluster
+def test_module_json_output_shape(toy, monkeypatch, capsys):
+    traces, workload = toy
     path = workload("cli", [("long-0", 0, "long", 4, 32), ("short-1", 5, "short", 2, 32)])
     keys = {"avg_jct_s", "p99_jct_s", "makespan_s", "gpu_utilization", "restarts"}
     code, out, err = run_module(monkeypatch, capsys, str(path), "--gpus", "4", "--policy", "fairshare", "--json",
@@ -169,8 +169,8 @@ def test_module_json_output_shape(cluster, monkeypatch, capsys):
     assert code != 0 and err.startswith("error:") and "Traceback" not in err
 
 
-def test_main_in_process(cluster, capsys):
-    traces, workload = cluster
+def test_main_in_process(toy, capsys):
+    traces, workload = toy
     path = workload("cli", [("long-0", 0, "long", 4, 32), ("short-1", 5, "short", 2, 32)])
     for policy in ("static", "tiresias", "priority", "goodput"):
         assert main([str(path), "--gpus", "4", "--policy", policy, "--json"]) == 0
@@ -181,8 +181,8 @@ def test_main_in_process(cluster, capsys):
     assert "avg JCT" in text and "utilization" in text
 
 
-def test_tiresias_backfills_and_preempts_by_attained_service(cluster, monkeypatch):
-    traces, workload = cluster
+def test_tiresias_backfills_and_preempts_by_attained_service(toy, monkeypatch):
+    traces, workload = toy
     path = workload("las", [("a", 0, "long", 3, 32), ("b", 1, "long", 2, 32), ("c", 2, "short", 1, 32)])
     res = simulate(path, 4, "tiresias", restart_pause=0.0)
     a, b, c = res.jobs
@@ -196,8 +196,8 @@ def test_tiresias_backfills_and_preempts_by_attained_service(cluster, monkeypatc
     assert a.restarts >= 1 and res.restarts >= 1
 
 
-def test_restart_pause_delays_every_start(cluster):
-    _, workload = cluster
+def test_restart_pause_delays_every_start(toy):
+    _, workload = toy
     path = workload("one", [("long-0", 10, "long", 2, 32)])
     fast = simulate(path, 4, "static", restart_pause=0.0)
     slow = simulate(path, 4, "static", restart_pause=30.0)
@@ -205,8 +205,8 @@ def test_restart_pause_delays_every_start(cluster):
     assert slow.restarts == 0
 
 
-def test_goodput_only_sees_sizes_the_job_ran(cluster, monkeypatch):
-    traces, workload = cluster
+def test_goodput_only_sees_sizes_the_job_ran(toy, monkeypatch):
+    traces, workload = toy
     seen = []
     real = engine.allocate
 
@@ -229,8 +229,8 @@ def test_goodput_only_sees_sizes_the_job_ran(cluster, monkeypatch):
     assert thr[4] == pytest.approx(32 / m.step_time(4, 32))
 
 
-def test_goodput_is_fed_attained_service(cluster, monkeypatch):
-    _, workload = cluster
+def test_goodput_is_fed_attained_service(toy, monkeypatch):
+    _, workload = toy
     calls = []
     real = engine.allocate
 
@@ -255,9 +255,9 @@ def test_goodput_is_fed_attained_service(cluster, monkeypatch):
     assert calls and all(a is None for c in calls for a, _ in c.values())  # the policy before short work first
 
 
-def test_goodput_serves_the_newcomer_before_the_long_job(cluster, monkeypatch):
+def test_goodput_serves_the_newcomer_before_the_long_job(toy, monkeypatch):
     """A long job past the (here tiny) queue threshold yields to a short newcomer."""
-    _, workload = cluster
+    _, workload = toy
     monkeypatch.setattr(goodput_mod, "QUEUE_THRESHOLDS", (300.0,))
     rows = [("long-0", 0, "long", 4, 32)] + [(f"short-{i}", 100 + 60 * i, "short", 1, 32) for i in range(3)]
     path = workload("las", rows)
