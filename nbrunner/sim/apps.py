@@ -52,48 +52,16 @@ class AppModel:
     def __init__(self, name: str, trace_dir: str | os.PathLike):
         self.name = name
         d = Path(trace_dir)
-        points: dict[int, dict[int, dict[int, list[tuple[float, float]]]]] = {}  # r -> nodes -> bsz -> [(t, s)]
-
-        def add(r: int, nodes: int, bsz: int, step: float, sync: float) -> None:
-            points.setdefault(r, {}).setdefault(nodes, {}).setdefault(bsz, []).append((step, sync))
-
-        with open(d / "placements.csv", newline="") as f:
-            for row in csv.DictReader(f):
-                p = row["placement"].strip()
-                add(sum(int(c) for c in p), len(p), int(row["local_bsz"]), float(row["step_time"]),
-                    float(row["sync_time"]))
-        scal = d / "scalability.csv"
-        if scal.exists():
-            with open(scal, newline="") as f:
-                for row in csv.DictReader(f):
-                    add(int(row["num_replicas"]), int(row["num_nodes"]), int(row["local_bsz"]),
-                        float(row["step_time"]), float(row["sync_time"]))
-        if not points:
-            raise ValueError(f"no step-time measurements in {d}")
-        self.replicas = np.array(sorted(points), dtype=np.int64)
-        self.tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        for r, by_nodes in points.items():
-            rows = by_nodes[min(by_nodes)]  # best-packed measurement of this GPU count
-            bs = sorted(rows)
-            self.tables[r] = (
-                np.array(bs, dtype=np.float64),
-                np.array([np.mean([t for t, _ in rows[b]]) for b in bs]),
-                np.array([np.mean([s for _, s in rows[b]]) for b in bs]),
-            )
+        self.tables = _read_step_times(d)
+        self.replicas = np.array(sorted(self.tables), dtype=np.int64)
         self.max_replicas = int(self.replicas[-1])
-
+        self.validation = _read_validation(d)
         self.samples: dict[int, float] = {}  # global batch -> samples to finish
-        for path in glob.glob(str(d / "validation-*.csv")):
-            bsz = int(Path(path).stem.rsplit("-", 1)[1])
-            with open(path, newline="") as f:
-                iters = [float(row["iteration"]) for row in csv.DictReader(f)]
-            if not iters:
-                continue
+        for bsz, rows in self.validation.items():
+            iters = rows[:, 1]
             epochs = EPOCHS.get(name, len(iters))
             steps = iters[epochs - 1] if epochs <= len(iters) else iters[-1] * epochs / len(iters)
-            self.samples[bsz] = steps * bsz
-        if not self.samples:
-            raise ValueError(f"no validation-<batch>.csv in {d}")
+            self.samples[bsz] = float(steps) * bsz
         self._cache: dict[tuple[int, int], float] = {}
 
     def total_steps(self, batch: int) -> float:
@@ -155,3 +123,48 @@ def _load_apps_cached(traces: str) -> dict[str, AppModel]:
 def load_apps(traces: str | os.PathLike) -> dict[str, AppModel]:
     """All applications under a traces directory (cached per directory)."""
     return _load_apps_cached(str(Path(traces).resolve()))
+
+
+def _read_step_times(d: Path) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """{GPUs: (local batches, step times, sync times)} of the best-packed measurement of each GPU count."""
+    points: dict[int, dict[int, dict[int, list[tuple[float, float]]]]] = {}  # r -> nodes -> bsz -> [(t, s)]
+
+    def add(r: int, nodes: int, bsz: int, step: float, sync: float) -> None:
+        points.setdefault(r, {}).setdefault(nodes, {}).setdefault(bsz, []).append((step, sync))
+
+    with open(d / "placements.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            p = row["placement"].strip()
+            add(sum(int(c) for c in p), len(p), int(row["local_bsz"]), float(row["step_time"]),
+                float(row["sync_time"]))
+    scal = d / "scalability.csv"
+    if scal.exists():
+        with open(scal, newline="") as f:
+            for row in csv.DictReader(f):
+                add(int(row["num_replicas"]), int(row["num_nodes"]), int(row["local_bsz"]),
+                    float(row["step_time"]), float(row["sync_time"]))
+    if not points:
+        raise ValueError(f"no step-time measurements in {d}")
+    tables = {}
+    for r, by_nodes in points.items():
+        rows = by_nodes[min(by_nodes)]  # best-packed measurement of this GPU count
+        bs = sorted(rows)
+        tables[r] = (np.array(bs, dtype=np.float64), np.array([np.mean([t for t, _ in rows[b]]) for b in bs]),
+                     np.array([np.mean([s for _, s in rows[b]]) for b in bs]))
+    return tables
+
+
+def _read_validation(d: Path) -> dict[int, np.ndarray]:
+    """{global batch: rows (progress, iteration, metric, grad_sqr, grad_var), one an epoch}."""
+    out = {}
+    for path in glob.glob(str(d / "validation-*.csv")):
+        bsz = int(Path(path).stem.rsplit("-", 1)[1])
+        with open(path, newline="") as f:
+            rows = [[float(row[k]) for k in ("progress", "iteration", "metric", "grad_sqr", "grad_var")]
+                    for row in csv.DictReader(f)]
+        if rows:
+            out[bsz] = np.array(rows)
+    if not out:
+        raise ValueError(f"no validation-<batch>.csv in {d}")
+    return dict(sorted(out.items()))
+

@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="seconds lost per start/resize/restart (default 30)")
     ap.add_argument("--interval", type=float, default=60.0, help="periodic reallocation in seconds (default 60)")
     ap.add_argument("--traces", help="traces directory (default: see below)")
+    ap.add_argument("--adaptive-batch", action="store_true",
+                    help="elastic policies' jobs pick their batch by goodput (see nbrunner.sim.adapt)")
     return ap
 
 
@@ -72,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             workload = resolve_workload(args.workload)
             label = str(args.workload)
-        res = simulate(workload, args.gpus, args.policy, traces=args.traces,
-                       restart_pause=args.restart_pause, interval=args.interval)
+        res = simulate(workload, args.gpus, args.policy, traces=args.traces, restart_pause=args.restart_pause,
+                       interval=args.interval, adaptive_batch=args.adaptive_batch)
     except (OSError, ValueError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

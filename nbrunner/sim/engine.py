@@ -24,6 +24,13 @@ Scheduling (documented choices; performance and work are in ``nbrunner.sim.apps`
   skipped: the function is pure, so it would return the same; attained service
   changes whenever a job runs, so ``tiresias`` and ``goodput`` are called every
   interval while jobs are active).
+* ``adaptive_batch``: each job of an elastic policy (fairshare, priority,
+  goodput) picks its global batch by goodput, throughput x statistical
+  efficiency (``nbrunner.sim.adapt``), when its GPU count changes and at every
+  epoch; its max is then the fewest GPUs reaching its peak goodput in its last
+  epoch, and goodput demands carry its measured goodput (initial-batch samples/s)
+  as ``throughput``. ``static`` and ``tiresias`` keep the workload's batches, as
+  the Pollux study's baselines do.
 * Every start and every change of a job's GPU count pauses it for
   ``restart_pause`` seconds (GPUs held, no progress; default 30 s, the Pollux
   simulator's figure). ``restarts`` counts every change of a job's GPU count
@@ -43,12 +50,14 @@ import numpy as np
 
 from nbrunner.core.allocate import allocate
 
+from .adapt import BatchAdaptation
 from .apps import AppModel, load_apps
 from .workload import TRACES_DIR, Job, load_workload
 
 __all__ = ["SimResult", "simulate", "POLICIES", "TIRESIAS_THRESHOLD", "DEFAULT_PRIORITY"]
 
 POLICIES = ("static", "tiresias", "fairshare", "priority", "goodput")
+ELASTIC = ("fairshare", "priority", "goodput")
 TIRESIAS_THRESHOLD = 3600.0 * 16  # GPU-seconds of attained service before demotion
 DEFAULT_PRIORITY = 5000
 _EPS = 1e-9
@@ -89,13 +98,14 @@ class SimResult:
 
 def simulate(workload: str | os.PathLike | list[Job], gpus: int = 64, policy: str = "fairshare", *,
              traces: str | os.PathLike | None = None, restart_pause: float = 30.0,
-             interval: float = 60.0, attained: bool = True) -> SimResult:
+             interval: float = 60.0, attained: bool = True, adaptive_batch: bool = False) -> SimResult:
     """Replay a workload (a CSV path or jobs) on ``gpus`` GPUs under ``policy`` and return the metrics.
 
     ``traces`` defaults to the ``traces`` directory beside the workload's
     directory if there is one, else the shipped Pollux traces. ``attained=False``
     replays ``goodput`` without attained service (every job in its first queue:
     the goodput policy before short work first), for comparisons.
+    ``adaptive_batch`` lets the elastic policies' jobs pick their batch by goodput.
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
@@ -110,23 +120,36 @@ def simulate(workload: str | os.PathLike | list[Job], gpus: int = 64, policy: st
             traces = beside
     traces = TRACES_DIR if traces is None else traces
     apps = load_apps(traces)
+    adapt = {name: _adaptation(app) for name, app in apps.items()} if adaptive_batch and policy in ELASTIC else {}
     for j in jobs:
         if j.app not in apps:
             raise ValueError(f"job {j.name}: no traces for application {j.app!r} in {traces}")
-        j.steps = apps[j.app].total_steps(j.batch)
-        j.max_gpus = apps[j.app].best_replicas(j.batch, gpus)
+        if adapt:
+            j.work, j.max_gpus = adapt[j.app].work, adapt[j.app].best_replicas(gpus)
+        else:
+            j.work, j.max_gpus = apps[j.app].total_steps(j.batch), apps[j.app].best_replicas(j.batch, gpus)
         j.queued_at = j.submit
     if not jobs:
         return SimResult(policy, gpus, np.zeros(0), 0.0, 0.0, [])
-    return _Replay(jobs, apps, gpus, policy, restart_pause, interval, attained).run()
+    return _Replay(jobs, apps, gpus, policy, restart_pause, interval, attained, adapt).run()
+
+
+_ADAPTATIONS: dict[int, BatchAdaptation] = {}
+
+
+def _adaptation(app: AppModel) -> BatchAdaptation:
+    """One BatchAdaptation per (cached) application, so its batch choices are computed once."""
+    if id(app) not in _ADAPTATIONS or _ADAPTATIONS[id(app)].app is not app:
+        _ADAPTATIONS[id(app)] = BatchAdaptation(app)
+    return _ADAPTATIONS[id(app)]
 
 
 class _Replay:
     """One replay's state: the clock, the active jobs and the policy's bookkeeping."""
 
     def __init__(self, jobs: list[Job], apps: dict[str, AppModel], gpus: int, policy: str, restart_pause: float,
-                 interval: float, attained: bool):
-        self.jobs, self.apps, self.gpus, self.policy = jobs, apps, gpus, policy
+                 interval: float, attained: bool, adapt: dict[str, BatchAdaptation]):
+        self.jobs, self.apps, self.gpus, self.policy, self.adapt = jobs, apps, gpus, policy, adapt
         self.pause, self.interval, self.feed_attained = restart_pause, interval, attained
         self.arrivals = sorted(jobs, key=lambda j: (j.submit, j.idx))
         self.t0 = self.now = self.arrivals[0].submit
@@ -140,7 +163,7 @@ class _Replay:
     def run(self) -> SimResult:
         while self.next_arrival < len(self.arrivals) or self.active:
             t_tick = self._next_tick()
-            t_next = min(self._next_arrival_time(), self._next_finish_time(), t_tick)
+            t_next = min(self._next_arrival_time(), self._next_event_time(), t_tick)
             if t_next == math.inf:
                 raise RuntimeError("simulation stalled: queued jobs can never be admitted")
             changed = self._advance(t_next)
@@ -151,14 +174,15 @@ class _Replay:
         makespan = max(j.finish for j in self.jobs) - self.t0
         return SimResult(self.policy, self.gpus, jct, makespan, self.gpu_seconds, self.jobs)
 
-    def _finish_time(self, j: Job) -> float:
-        return max(self.now, j.paused_until) + (j.steps - j.done) * j.step_time
+    def _event_time(self, j: Job) -> float:
+        """When ``j`` reaches its boundary: its end, or (adapting) the end of its epoch."""
+        return max(self.now, j.paused_until) + (j.boundary - j.done) * j.unit_time
 
     def _next_arrival_time(self) -> float:
         return self.arrivals[self.next_arrival].submit if self.next_arrival < len(self.arrivals) else math.inf
 
-    def _next_finish_time(self) -> float:
-        return min((self._finish_time(j) for j in self.active.values() if j.gpus), default=math.inf)
+    def _next_event_time(self) -> float:
+        return min((self._event_time(j) for j in self.active.values() if j.gpus), default=math.inf)
 
     def _next_tick(self) -> float:
         if not self.dirty or self.interval <= 0:
@@ -174,13 +198,17 @@ class _Replay:
             held = j.gpus * (t_next - self.now)
             self.gpu_seconds += held
             j.attained += held
-            if self._finish_time(j) <= t_next + _EPS:
-                finished.append(j)
+            if self._event_time(j) > t_next + _EPS:
+                j.done += max(0.0, t_next - max(self.now, j.paused_until)) / j.unit_time
+            elif j.boundary < j.work:  # an epoch ends: the job picks its batch again
+                j.done = j.boundary
+                j.epoch += 1
+                self._set_pace(j)
             else:
-                j.done += max(0.0, t_next - max(self.now, j.paused_until)) / j.step_time
+                finished.append(j)
         for j in finished:
-            j.finish = self._finish_time(j)
-            j.done = j.steps
+            j.finish = self._event_time(j)
+            j.done = j.work
             del self.active[j.idx]
         self.now = t_next
         return bool(finished)
@@ -236,13 +264,30 @@ class _Replay:
             j.restarts += 1
         j.gpus = g
         if g == 0:
-            j.step_time = math.inf
+            j.unit_time = math.inf
             self.dirty = True
             return
-        j.step_time = self.apps[j.app].step_time(g, j.batch)
         j.paused_until = self.now + self.pause
+        self._set_pace(j)
+
+    def _set_pace(self, j: Job) -> None:
+        """Seconds per unit of work on ``j``'s GPUs (its batch chosen again if it adapts), and what it measures."""
+        if self.adapt:
+            ad = self.adapt[j.app]
+            j.run_batch, rate = ad.best(j.gpus, j.epoch)
+            j.unit_time = 1.0 / rate
+            j.boundary = min(float(ad.epoch_ends[min(j.epoch, len(ad.epoch_ends) - 1)]), j.work)
+            measured = ad.init_batch * rate  # goodput: initial-batch samples/s
+        else:
+            j.run_batch, j.boundary = j.batch, j.work
+            j.unit_time = self.apps[j.app].step_time(j.gpus, j.batch)
+            measured = j.batch / j.unit_time
         if self.policy == "goodput":
-            j.measured.setdefault(g, j.batch / j.step_time)
+            if self.adapt:  # every size it ran, at this epoch's efficiency (its goodput model, refreshed)
+                ad = self.adapt[j.app]
+                j.measured = {g: ad.goodput(g, j.epoch) for g in (*j.measured, j.gpus)}
+            else:
+                j.measured.setdefault(j.gpus, measured)
             self.dirty = True  # its inputs (gpus, throughput) changed
 
     def _tiresias(self) -> dict[int, int]:

@@ -53,10 +53,13 @@ class Job:
     app: str
     replicas: int
     batch: int
-    steps: float = 0.0
+    work: float = 0.0  # units to finish: steps of its batch, or steps of the initial batch if it adapts
     done: float = 0.0
     gpus: int = 0
-    step_time: float = float("inf")
+    unit_time: float = float("inf")  # seconds per unit of work on its current GPUs
+    boundary: float = 0.0  # work at which its rate changes next (its end, or an epoch's if it adapts)
+    epoch: int = 0  # current epoch (batch adaptation)
+    run_batch: int = 0  # the global batch it runs now
     paused_until: float = 0.0
     start: float | None = None
     finish: float | None = None
