@@ -4,9 +4,9 @@ Called by ``nbrunner.core.allocate.allocate`` (through
 ``nbrunner.core.demands.split_admitted``, for the whole cluster or for each user's
 jobs under accounts) after admission, which is exactly fairshare's (running jobs
 first, then by submission; no backfill), so every admitted job gets at least its
-``min_gpus``. The GPUs above the minimums are
-handed out as follows (``S(n)`` is a job's speedup on ``n`` GPUs over one, from
-its measured throughput, see ``nbrunner.core.throughput``).
+``min_gpus``. The GPUs above the minimums are handed out as follows (``S(n)`` is a
+job's speedup on ``n`` GPUs over one, from its measured throughput, see
+``nbrunner.core.throughput``).
 
 1. Short work first, as Tiresias's discretised two-dimensional least attained
    service. A demand may carry ``"attained"``: the GPU-seconds it has received
@@ -16,8 +16,9 @@ its measured throughput, see ``nbrunner.core.throughput``).
    short jobs are in queue 0, long ones in queue 1. Queues are served in turn,
    lowest first: a queue's jobs are served (below) before any GPU above a
    minimum goes to a later queue, so a job with less attained service is not
-   served after one with more when the two are in different queues. Within a queue, jobs are not ranked by attained service (no thrashing
-   between jobs taking turns).
+   served after one with more when the two are in different queues. Within a
+   queue, jobs are not ranked by attained service (no thrashing between jobs
+   taking turns).
 2. Elasticity decides how many GPUs each job of a queue gets:
 
    * a job without measurements gets its fairshare share (weighted max-min
