@@ -17,11 +17,13 @@ from support import assert_one_line_error, wait_for
 
 pytestmark = pytest.mark.slow
 
+SPEC = {"parameters": {"N": [1, 2]}, "objective": {"metric": "accuracy", "mode": "max"}}
+
 HELLO = {"notebook": "hello.ipynb"}
 CHANGES = [  # (method, path, body): everything that would create something
     ("POST", "jobs", HELLO),
     ("POST", "schedules", {**HELLO, "every": 60}),
-    ("POST", "sweeps", {**HELLO, "spec": {"parameters": {"N": [1, 2]}}}),
+    ("POST", "sweeps", {**HELLO, "spec": SPEC}),
 ]
 
 
