@@ -415,7 +415,6 @@ def service(port: Optional[int] = typer.Option(None, "--port", min=1, max=65535,
         raise Exit(2)
     args = [*(["--port", str(port)] if port else []), *(["--admin-group", admin_group] if admin_group else []),
             *(["--dir", str(workspace)] if workspace else [])]
-    sys.stdout.flush()
     # the server layer stands above this one: it runs in this process's place (the hub keeps its pid)
     os.execv(sys.executable, [sys.executable, "-m", "nbrunner.server.hub_service", *args])
 

@@ -131,7 +131,7 @@ def make_app(hub_auth: HubOAuth, workspace: str | None = None, admin_group: str 
     handlers: list[Any] = routes(HubRoute, re.escape(api_url))
     handlers += [
         (urlsplit(hub_auth.oauth_redirect_uri).path, OAuthCallback),
-        (prefix.rstrip("/") + "/?", web.RedirectHandler, {"url": api_url + "/jobs"}),
+        (prefix.rstrip("/") + "/?", web.RedirectHandler, {"url": api_url + "/jobs", "permanent": False}),
     ]
     return web.Application(handlers, **{
         "nbrunner_api": api,

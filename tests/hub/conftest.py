@@ -2,8 +2,11 @@
 for the whole package (see harness.py), with users and their API tokens made through the hub.
 
 Users: alice (group ml-team), bob (group vision), hubadmin (a hub admin), dora (in the service's
-``--admin-group``, not a hub admin), erin (who may use the hub service "other" too).  ``hub_spawner`` picks the hub's spawner (override it in a
-module for single-user server tests)."""
+``--admin-group``, not a hub admin), erin (who may use the hub service "other" too).
+
+The hub's spawner is ``hub_spawner`` (SimpleLocalProcessSpawner); tests that need another one, or
+other hub settings, start a ``Hub(..., spawner=..., extra_config=...)`` of their own (e.g.
+``c.Spawner.environment`` for single-user servers)."""
 from __future__ import annotations
 
 import sys

@@ -120,7 +120,7 @@ def test_a_browser_logs_in_through_the_hub_and_changes_need_the_xsrf_token(hub, 
 
 def test_the_service_root_leads_to_the_jobs(hub, tokens):
     code, _, headers = request("GET", f"{hub.url}/services/nbrunner/", tokens["bob"])
-    assert code == 301 and headers["Location"] == "/services/nbrunner/api/jobs"
+    assert code == 302 and headers["Location"] == "/services/nbrunner/api/jobs"
 
 
 def test_outside_a_hub_the_service_refuses_to_start():
