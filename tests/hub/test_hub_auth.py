@@ -142,3 +142,10 @@ def test_the_hub_runs_the_service_as_the_repository_config_says(hub):
     env = service.environ()
     assert env["NBRUNNER_REDIS_URL"] == hub.cluster_env["NBRUNNER_REDIS_URL"]
     assert env["JUPYTERHUB_SERVICE_PREFIX"] == "/services/nbrunner/"
+
+
+def test_the_openapi_document_is_the_extensions_at_the_services_url(as_user):
+    from nbrunner.server.openapi import document
+
+    code, doc = as_user("bob")("GET", "openapi.json")
+    assert code == 200 and doc == document("/services/nbrunner/api")
