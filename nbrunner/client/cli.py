@@ -399,6 +399,24 @@ def scheduler(policy: Optional[str] = typer.Option(None, help="fairshare, priori
     run_scheduler(settings, policy)
 
 
+@app.command()
+def service(port: Optional[int] = typer.Option(None, "--port", min=1, max=65535,
+                                               help="port (default: that of the service's url in the hub config)"),
+            admin_group: Optional[str] = typer.Option(None, "--admin-group",
+                                                      help="a hub group whose members see and change every job"),
+            workspace: Optional[Path] = DirOption) -> None:
+    """Serve the REST API to a JupyterHub's users, as a hub-managed service (README: On a JupyterHub)."""
+    import importlib.util
+
+    if importlib.util.find_spec("jupyterhub") is None:
+        print("nbrunner: nbrunner service needs the jupyterhub package: pip install 'nbrunner[hub]'", file=sys.stderr)
+        raise Exit(2)
+    args = [*(["--port", str(port)] if port else []), *(["--admin-group", admin_group] if admin_group else []),
+            *(["--dir", str(workspace)] if workspace else [])]
+    # the server layer stands above this one: it runs in this process's place (the hub keeps its pid)
+    os.execv(sys.executable, [sys.executable, "-m", "nbrunner.server.hub_service", *args])
+
+
 def _join_parameters(argv: list[str]) -> list[str]:
     """``-p NAME VALUE`` (papermill's form) -> ``-p NAME=VALUE`` for the option parser."""
     out, i = [], 0

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from ..core.sweeps.trials import SweepRecord
 
 
+HIDDEN_JOB = "(another user's job)"  # in GET /cluster, for a slot held by a job the caller does not see
+
+
 class ClusterAPI:
     """The operations of one cluster (see the module docstring).  The store connects on first
     use: a server may start before its cluster does (NoCluster until then)."""
@@ -63,7 +66,7 @@ class ClusterAPI:
 
     def submit(self, caller: Caller, request: dict[str, Any], base: Path | None = None) -> JobRecord:
         """Queue a job owned by the caller (see :func:`nbrunner.control.submit.submit`)."""
-        return submit.submit(self.store, self.settings, request, owner=caller.name, base=base)
+        return submit.submit(self.store, self.settings, request, owner=caller.name, base=base, groups=caller.groups)
 
     def cancel(self, caller: Caller, job_id: str) -> JobRecord:
         self.job(caller, job_id)
@@ -80,7 +83,7 @@ class ClusterAPI:
     def rerun(self, caller: Caller, job_id: str, parameters: Any = None) -> JobRecord:
         """A new job, owned by the caller, from the job's input snapshot and options."""
         self.job(caller, job_id)
-        return submit.rerun(self.store, self.settings, job_id, parameters, owner=caller.name)
+        return submit.rerun(self.store, self.settings, job_id, parameters, owner=caller.name, groups=caller.groups)
 
     def job_dir(self, caller: Caller, job_id: str) -> tuple[JobRecord, Path]:
         """The job's record and directory (its files: output, log, metrics, downloads)."""
@@ -103,10 +106,14 @@ class ClusterAPI:
         return read_metrics(job_dir)
 
     # ---- the cluster ----------------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
-        """Hosts, slots and who holds each, free GPUs and policy (the ``GET /cluster`` object)."""
+    def status(self, caller: Caller | None = None) -> dict[str, Any]:
+        """Hosts, slots and who holds each, free GPUs and policy (the ``GET /cluster`` object); a
+        slot held by a job the ``caller`` does not see shows :data:`HIDDEN_JOB`, not its id."""
         cap = live_capacity(self.store)
         held = grants.holdings(self.store.r)
+        if caller is not None and not caller.admin and held:
+            owners = {j: rec.owner for j in set(held.values()) if (rec := self.store.find(j)) is not None}
+            held = {slot: j if caller.sees(owners.get(j)) else HIDDEN_JOB for slot, j in held.items()}
         hosts = []
         for host in sorted(cap.hosts):
             slots = [{"index": i, "job": held.get((host, i))} for i in sorted(cap.hosts[host])]
@@ -147,7 +154,7 @@ class ClusterAPI:
                      allow_file: bool = True, **options: Any) -> dict[str, Any]:
         from .sweeps import create_sweep
 
-        rec = create_sweep(self.store, self.settings, notebook, spec, owner=caller.name,
+        rec = create_sweep(self.store, self.settings, notebook, spec, owner=caller.name, groups=caller.groups,
                            base=Path.cwd() if base is None else base, allow_file=allow_file, **options)
         return self.sweep_dict(rec)
 
@@ -194,7 +201,7 @@ class ClusterAPI:
     def create_schedule(self, caller: Caller, request: dict[str, Any], base: Path | None = None) -> ScheduleRecord:
         from .schedules import create_schedule
 
-        return create_schedule(self.store, self.settings, request, owner=caller.name, base=base)
+        return create_schedule(self.store, self.settings, request, owner=caller.name, base=base, groups=caller.groups)
 
     def schedule(self, caller: Caller, schedule_id: str) -> ScheduleRecord:
         from .schedules import get_schedule

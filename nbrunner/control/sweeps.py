@@ -22,7 +22,7 @@ import secrets
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import redis
 
@@ -149,9 +149,10 @@ def prepare(settings: Settings, notebook: str | os.PathLike, spec: Any, *, base:
 
 
 def create_sweep(store: JobStore, settings: Settings, notebook: str | os.PathLike, spec: Any, *,
-                 owner: str | None = None, base: Path | None = None, allow_file: bool = True,
-                 **options: Any) -> SweepRecord:
-    """Validate, record the sweep and submit its first trials (at most ``max_parallel``)."""
+                 owner: str | None = None, groups: Sequence[str] = (), base: Path | None = None,
+                 allow_file: bool = True, **options: Any) -> SweepRecord:
+    """Validate, record the sweep and submit its first trials (at most ``max_parallel``), owned by
+    ``owner`` (in ``groups``), as the sweep is."""
     from ..core.notebooks import load_nbformat
 
     nbformat = load_nbformat()
@@ -165,7 +166,7 @@ def create_sweep(store: JobStore, settings: Settings, notebook: str | os.PathLik
             break
     rec = SweepRecord(id=sweep_id, notebook=shown, name=options.pop("name", None) or path.stem,
                       spec=parsed.to_dict(), trials=[Trial(parameters=p) for p in trials], options=options,
-                      owner=owner or getpass.getuser())
+                      owner=owner or getpass.getuser(), groups=list(groups))
     snap = snapshot_path(settings, sweep_id)
     snap.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(snap))
@@ -304,7 +305,7 @@ def _submit_trial(store: JobStore, settings: Settings, rec: SweepRecord, index: 
     request = {"notebook": str(settings.workspace / rec.notebook), "parameters": trial.parameters,
                "name": trial_name(rec, index), "sweep": rec.id, **rec.options}
     try:
-        job = submit.submit(store, settings, request, owner=rec.owner)
+        job = submit.submit(store, settings, request, owner=rec.owner, groups=rec.groups)
     except NbrunnerError as exc:  # e.g. the notebook was deleted meanwhile: this trial cannot run
         trial.state = "skipped"
         trial.error = str(exc)

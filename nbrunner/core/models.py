@@ -66,7 +66,7 @@ PUBLIC_FIELDS = (
     "history",
 )
 # Bookkeeping fields that ``to_dict()`` (the REST and ``--json`` job) shows after the public ones.
-SHOWN_EXTRA = ("timeout", "kernel", "attempt", "worker", "queue_position")
+SHOWN_EXTRA = ("timeout", "kernel", "attempt", "worker", "queue_position", "groups")
 
 
 def utcnow() -> str:
@@ -182,6 +182,7 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     schedule: str | None = None  # the id of the schedule this job is a run of
     history: list[dict[str, str]] = []  # [{"status", "at"}], oldest first
     # bookkeeping
+    groups: list[str] = []  # the owner's groups when they submitted (a hub's groups; none without a hub)
     timeout: float | None = None
     kernel: str | None = None
     language: str | None = None

@@ -267,7 +267,7 @@ class OpenAPIHandler(BaseHandler):
 class ClusterHandler(BaseHandler):
     @web.authenticated
     def get(self) -> None:
-        self.reply(self.api.status())
+        self.reply(self.api.status(self.caller))
 
 
 class TimelineHandler(BaseHandler):
@@ -426,7 +426,9 @@ class ModelServingHandler(BaseHandler):
                 raise InvalidRequest(f"unknown field {key!r} (give {{\"model\": \"NAME[:VERSION]\", \"port\": P}})")
         if "model" not in data:
             raise InvalidRequest("missing field 'model' (NAME or NAME:VERSION)")
-        server = await self.servers.start(self.api.settings, data["model"], data.get("port"), owner=self.caller.name)
+        caller = self.caller
+        server = await self.servers.start(self.api.settings, data["model"], data.get("port"), owner=caller.name,
+                                          groups=caller.groups, sees=caller.sees)
         self.reply(server.to_dict(), 201)
 
 

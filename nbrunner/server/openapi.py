@@ -41,6 +41,8 @@ BAD = {"400": _error("bad input (one-line message)")}
 UNKNOWN = {"404": _error("unknown, or not visible to this user")}
 CONFLICT = {"409": _error("conflicts with the job's state")}
 OBJ = {"type": "object"}
+GROUPS = {"type": "array", "items": {"type": "string"},
+          "description": "the owner's groups when it was made (JupyterHub groups, under nbrunner service)"}
 
 JOB = {
     "type": "object",
@@ -50,7 +52,7 @@ JOB = {
         "parameters": OBJ, "status": {"type": "string", "enum": list(STATUSES)},
         "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX, "default": PRIORITY_DEFAULT},
         "min_gpus": {"type": "integer"}, "max_gpus": {"type": "integer"}, "gpus": {"type": "integer"},
-        "owner": {"type": "string"},
+        "owner": {"type": "string"}, "groups": GROUPS,
         "created_at": {"type": "string", "format": "date-time"},
         "started_at": {"type": "string", "format": "date-time", "nullable": True},
         "finished_at": {"type": "string", "format": "date-time", "nullable": True},
@@ -92,12 +94,13 @@ _SCHEDULE_FIELDS = {
 SCHEDULE_REQUEST = {"type": "object", "properties": {**_SCHEDULE_FIELDS, "paused": {"type": "boolean"}}}
 SCHEDULE = {"type": "object", "properties": {
     **_SCHEDULE_FIELDS, "id": {"type": "string"}, "paused": {"type": "boolean"}, "owner": {"type": "string"},
+    "groups": GROUPS,
     "next_run_at": {"type": "string", "nullable": True}, "last_run_at": {"type": "string", "nullable": True},
     "created_at": {"type": "string"}, "last_job": {"type": "string", "nullable": True},
     "last_error": {"type": "string", "nullable": True}}}
 MODEL_SERVER = {"type": "object", "properties": {
-    k: {"type": "integer" if k in ("port", "pid", "version") else "string"}
-    for k in ("name", "version", "model", "port", "url", "pid", "owner", "started_at")}}
+    **{k: {"type": "integer" if k in ("port", "pid", "version") else "string"}
+       for k in ("name", "version", "model", "port", "url", "pid", "owner", "started_at")}, "groups": GROUPS}}
 
 PATHS: dict[str, dict[str, Any]] = {
     "/jobs": {
@@ -232,7 +235,7 @@ PATHS: dict[str, dict[str, Any]] = {
                  "responses": {"201": _json(OBJ, "the registry entry"), **BAD, **UNKNOWN}},
     },
     "/models/serving": {
-        "get": {"summary": "The model servers this Jupyter server runs",
+        "get": {"summary": "The model servers this server runs",
                 "responses": {"200": _json({"type": "object", "properties": {
                     "servers": {"type": "array", "items": _ref("ModelServer")}}}, "the servers")}},
         "post": {"summary": "Serve a model version over HTTP",
@@ -259,8 +262,9 @@ PATHS: dict[str, dict[str, Any]] = {
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.0.3",
     "info": {"title": "nbrunner", "version": "1",
-             "description": "Run parameterized notebooks as jobs. Jupyter server authentication on every route; "
-                            "errors are JSON {\"message\": ...}."},
+             "description": "Run parameterized notebooks as jobs. Every route is authenticated: by the Jupyter "
+                            "server (the extension) or by JupyterHub (nbrunner service: 401 without credentials, "
+                            "403 for refused ones); errors are JSON {\"message\": ...}."},
     "servers": [{"url": "/nbrunner/api"}],
     "paths": PATHS,
     "components": {"schemas": {
