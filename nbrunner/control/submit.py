@@ -215,7 +215,7 @@ def relative_to_workspace(settings: Settings, path: Path) -> str:
 
 
 def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: str | None = None,
-           base: Path | None = None) -> JobRecord:
+           base: Path | None = None, groups: list[str] | None = None) -> JobRecord:
     """Validate a job request, snapshot its notebook to ``runs/<id>/input.ipynb`` and queue it;
     returns the new record."""
     req = JobRequest.parse(request)
@@ -229,11 +229,11 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: 
     if req.language:
         check_language(req.language)
     cwd = resolve_cwd(settings, req.cwd, base) if req.cwd else None
-    return _record(store, settings, req, checked, shown, path.stem, cwd, owner)
+    return _record(store, settings, req, checked, shown, path.stem, cwd, owner, groups)
 
 
 def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Checked, shown: str,
-            stem: str, cwd: str | None, owner: str | None) -> JobRecord:
+            stem: str, cwd: str | None, owner: str | None, groups: list[str] | None = None) -> JobRecord:
     """Snapshot ``checked`` to a new job directory and queue the job ``req`` (already validated)."""
     for _ in range(10):
         job_id = new_id()
@@ -257,6 +257,7 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Check
             min_gpus=req.min_gpus,
             max_gpus=req.max_gpus,
             owner=owner or getpass.getuser(),
+            groups=list(groups or []),
             output=relative_to_workspace(settings, job_dir / "output.ipynb"),
             sweep=req.sweep,
             schedule=req.schedule,
@@ -278,7 +279,7 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Check
 
 
 def rerun(store: JobStore, settings: Settings, job_id: str, parameters: Any = None,
-          owner: str | None = None) -> JobRecord:
+          owner: str | None = None, groups: list[str] | None = None) -> JobRecord:
     """A new job from ``job_id``'s input snapshot, with the same options and its parameters
     updated by ``parameters``; owned by ``owner``."""
     old = store.get(job_id)
@@ -296,7 +297,7 @@ def rerun(store: JobStore, settings: Settings, job_id: str, parameters: Any = No
         raise Conflict(f"job {job_id} has no input snapshot to run again")
     checked = check_notebook(snapshot, f"the input of job {job_id}")
     cwd = resolve_cwd(settings, old.cwd) if old.cwd else None
-    return _record(store, settings, req, checked, old.notebook, old.name, cwd, owner)
+    return _record(store, settings, req, checked, old.notebook, old.name, cwd, owner, groups)
 
 
 PURGE_WAIT_S = 10.0  # how long a purge waits for a just-finished job's worker to let it go
