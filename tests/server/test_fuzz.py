@@ -288,7 +288,7 @@ def test_cli_argv(server, shared_workspace, command, args):
 def test_corrupt_records_do_not_break_listings_or_cancel(server):
     session, base, cluster = server
     r = cluster.store.r
-    deep = "[" * 300 + "]" * 300
+    deep = "[" * 5000 + "]" * 5000  # deeper than the decoder reads
     r.set("nbrunner:job:zfuzz001", '{"id": "zfuzz001", "name": "x", "notebook": "x", "parameters": {"X": ' + deep + "}}")
     r.zadd(JOBS, {"zfuzz001": time.time()})
     r.set("nbrunner:sweep:zfuzz002", "{broken")
