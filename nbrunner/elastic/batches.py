@@ -1,17 +1,12 @@
-"""Batches on a learner: the samples of a step fetched from a dataset, split into input and
-target, and moved to the learner's device; and the thread that posts the learner's records
-to the driver."""
+"""Batches on a learner: which samples each step takes (:class:`StepBatches`), fetched from a
+dataset, split into input and target, and moved to the learner's device."""
 from __future__ import annotations
 
-import threading
-import time
-from datetime import timedelta
-from typing import Callable, Optional
+from typing import Iterator
 
 import torch
-import torch.distributed as dist
 
-from .protocol import REQ, abort_key, post
+from .protocol import epoch_permutation, split_bounds
 
 
 def fetch(ds, idx: torch.Tensor):
@@ -54,76 +49,42 @@ def batch_len(x) -> int:
     return len(x)
 
 
-class Poller(threading.Thread):
-    """Background thread with its own store connection: keeps ``req`` fresh, forwards queued
-    records to the driver, and watches for the driver abandoning the running generation,
-    so the training loop never waits on the store."""
+class StepBatches:
+    """The datasets of a run and the samples every step takes: step ``s`` of epoch ``e``
+    consumes the next ``batch_size`` samples of the epoch's permutation (seeded by ``seed``
+    and ``e``), of which learner ``rank`` of ``W`` takes the ``rank``-th contiguous chunk.
+    An epoch is ``len(train) // batch_size`` steps.  The test set is split the same way
+    for validation."""
 
-    def __init__(self, addr: str, port: int, timeout: float, interval: float = 0.05):
-        super().__init__(daemon=True, name="nbrunner-poller")
-        self.store = dist.TCPStore(addr, port, is_master=False, timeout=timedelta(seconds=timeout))
-        self.req = 0
-        self.interval = interval
-        self.error: Optional[BaseException] = None
-        self._buf: list[dict] = []
-        self._urgent = False
-        self._lock = threading.Lock()
-        self._ev = threading.Event()
-        self._stopping = False
-        self._last_flush = 0.0
-        self._watch: Optional[tuple[int, Callable[[], bool]]] = None
-        self._next_abort_check = 0.0
+    def __init__(self, train_ds, test_ds, batch_size: int, seed: int, epochs: int):
+        self.train_ds, self.test_ds = train_ds, test_ds
+        self.n_train = len(train_ds)
+        self.n_test = len(test_ds) if test_ds is not None else 0
+        self.batch_size = batch_size
+        self.seed = seed
+        self.steps_per_epoch = self.n_train // batch_size
+        if self.steps_per_epoch < 1:
+            raise ValueError(f"the training set has {self.n_train} samples, fewer than "
+                             f"effective_batch_size={batch_size}")
+        self.total = self.steps_per_epoch * epochs
+        self._perm_epoch = -1
+        self._perm = None
 
-    def watch_abort(self, gen: int, on_abort: Callable[[], bool]) -> None:
-        """Call ``on_abort`` (from this thread) once the driver abandoned generation ``gen``, and
-        again every check until it returns True."""
-        self._watch = (gen, on_abort)
+    def train_batch(self, step: int, W: int, rank: int, device) -> tuple:
+        """``(x, y, share)``: learner ``rank``'s chunk of step ``step``'s global batch on
+        ``device``, and ``W`` times the chunk's share of the global batch."""
+        B = self.batch_size
+        epoch, pos = divmod(step, self.steps_per_epoch)
+        if self._perm_epoch != epoch:
+            self._perm = epoch_permutation(self.n_train, self.seed, epoch)
+            self._perm_epoch = epoch
+        lo, hi = split_bounds(B, W, rank)
+        x, y = split_batch(fetch(self.train_ds, self._perm[pos * B + lo:pos * B + hi]))
+        return to_device(x, device), to_device(y, device), (hi - lo) / B * W
 
-    def unwatch(self) -> None:
-        self._watch = None
-
-    def push(self, rec: dict, urgent: bool = False) -> None:
-        with self._lock:
-            self._buf.append(rec)
-            self._urgent = self._urgent or urgent
-        if urgent:
-            self._ev.set()
-
-    def flush(self) -> None:
-        with self._lock:
-            buf, self._buf, self._urgent = self._buf, [], False
-        if buf:
-            post(self.store, buf)
-        self._last_flush = time.monotonic()
-
-    def run(self) -> None:
-        while not self._stopping:
-            self._ev.wait(self.interval)
-            self._ev.clear()
-            try:
-                self.req = self.store.add(REQ, 0)
-                self._check_abort()
-                if self._buf and (self._urgent or time.monotonic() - self._last_flush > 0.05):
-                    self.flush()
-            except Exception as e:  # driver gone
-                self.error = e
-                return
-
-    def _check_abort(self) -> None:
-        watch = self._watch
-        now = time.monotonic()
-        if watch is None or now < self._next_abort_check:
-            return
-        self._next_abort_check = now + 0.1
-        if self.store.check([abort_key(watch[0])]) and self._watch is watch and watch[1]():
-            self._watch = None
-
-    def close(self) -> None:
-        self._stopping = True
-        self._ev.set()
-        self.join(timeout=2)
-        if self.error is None:
-            try:
-                self.flush()
-            except Exception:
-                pass
+    def test_batches(self, W: int, rank: int, batch_size: int, device) -> Iterator[tuple]:
+        """``(x, y)`` batches of learner ``rank``'s chunk of the test set, on ``device``."""
+        lo, hi = split_bounds(self.n_test, W, rank)
+        for b in range(lo, hi, batch_size):
+            x, y = split_batch(fetch(self.test_ds, torch.arange(b, min(b + batch_size, hi))))
+            yield to_device(x, device), to_device(y, device)

@@ -1,19 +1,20 @@
 """What a training run reports: its :class:`History`, the :class:`Callback` hooks, and the
-driver's reading of the learners' log records (steps, epochs, generations, failures).
+:class:`HistoryRecorder` that turns the learners' records (steps, epochs, generations,
+failures) into them.
 
-Learners append records to the rendezvous store (``log_key(n)``); the driver reads them in
-order, keeps the epoch rows, streams progress and metrics to the job record
+The recorder keeps the epoch rows, streams progress and metrics to the job record
 (:func:`nbrunner.control.runtime.report`) and prints a text progress line.
 """
 from __future__ import annotations
 
-import pickle
 import time
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional
 
 from ..control import runtime
-from .protocol import LOG_N, ElasticTrainingError, log_key, root_cause
+from .options import TrainOptions
+from .protocol import ElasticTrainingError, Plan
 
 
 @dataclass
@@ -61,149 +62,141 @@ class _FnCallback(Callback):
         self.fn(logs)
 
 
-def _tail(path, n: int = 40) -> str:
-    try:
-        with open(path, "rb") as f:
-            return b"".join(f.readlines()[-n:]).decode(errors="replace")
-    except OSError:
-        return ""
+class HistoryRecorder:
+    """The driver's account of a run: its :class:`History`, the epoch rows, where the run
+    is (step, newest step reached, learner count, throughput), and what it has reported to
+    the job record, printed, and told the callbacks."""
 
+    def __init__(self, options: TrainOptions, callbacks: list, say: Callable[[str], None]):
+        self.options, self.callbacks, self.say = options, callbacks, say
+        self.history = History()
+        self.epoch_records: dict[int, dict] = {}
+        self.step = 0
+        self.step_high = 0           # newest step any learner reached (a recovery may go back)
+        self.world = 0
+        self.spe: Optional[int] = None
+        self.n_train: Optional[int] = None
+        self._rate = deque(maxlen=64)
+        self._last_report = 0.0
+        self._last_print = time.monotonic()
+        self._resume_n_train: Optional[int] = None  # the training-set size of the checkpoint resumed from
+        self._on_progress: Optional[Callable[[int], None]] = None
 
-class Reporting:
-    """The driver's side of the learners' reports (a part of the training run)."""
+    def resumed(self, path, train_state: dict, n_train: Optional[int], finished: bool) -> None:
+        """The run resumes from checkpoint ``path``, written for a training set of ``n_train``
+        samples (and holding a finished run if ``finished``)."""
+        self._resume_n_train = n_train
+        self.history.resumed_from_step = int(train_state["step"])
+        self.step = self.step_high = int(train_state["step"])
+        for rec in train_state["epochs"]:
+            self.epoch_records[rec["epoch"]] = rec
+        self.history.checkpoints.append(str(path))
+        self.say(f"ElasticTrainer: resuming from {path} (epoch {len(train_state['epochs'])}, step {train_state['step']})")
+        if finished:
+            self.history.epochs = list(train_state["epochs"])
+            self.history.steps = int(train_state["step"])
 
-    def _last_logs(self) -> str:
-        dead = [L for L in self.learners.values() if L.status == "exited" and L.rc not in (0, None)]
-        if not dead:
-            return ""
-        L = dead[-1]
-        return f"\n--- last lines of {L.log_path} ---\n{_tail(L.log_path)}"
+    def begin(self, on_progress: Optional[Callable[[int], None]]) -> None:
+        """Training begins; ``on_progress`` is told every step reached (the slot source's hook)."""
+        self._on_progress = on_progress
+        for cb in self.callbacks:
+            cb.on_train_begin({"epochs": self.options.epochs, "effective_batch_size": self.options.effective_batch_size,
+                               "resumed_from_step": self.history.resumed_from_step})
 
-    def _read_logs(self) -> None:
-        store = self.store
-        n = store.add(LOG_N, 0)
-        while self.log_read < n:
-            i = self.log_read + 1
-            key = log_key(i)
-            if not store.check([key]):
-                now = time.monotonic()
-                if self._log_missing_since is None:
-                    self._log_missing_since = now
-                if now - self._log_missing_since < 2.0:
-                    return
-                self.log_read = i  # its writer died between the two store calls
-                self._log_missing_since = None
-                continue
-            self._log_missing_since = None
-            recs = pickle.loads(store.get(key))
-            store.delete_key(key)
-            self.log_read = i
-            for r in recs:
-                self._on_record(r)
+    def end(self, wall_time_s: float) -> History:
+        self.history.wall_time_s = wall_time_s
+        for cb in self.callbacks:
+            cb.on_train_end(self.history)
+        return self.history
 
-    def _on_record(self, r: dict) -> None:
-        typ = r.get("type")
-        if typ == "step":
-            self._on_step(r)
-        elif typ == "epoch":
-            self._on_epoch(r["record"])
-        elif typ == "gen":
-            self._on_gen(r)
-        elif typ == "ready":
-            L = self.learners.get(r["lid"])
-            if L is not None and L.status == "starting":
-                L.status = "ready"
-                L.t_ready = time.monotonic()
-                L.info = r
-                if L.slot is not None:
-                    self.slot_failures.pop(L.slot, None)  # max_slot_failures counts failures in a row
-            self._check_dataset(r)
-        elif typ == "fail":
-            g = int(r["gen"])
-            L = self.learners.get(r["lid"])
-            if L is not None and g >= L.failed_gen:
-                L.failed_gen = g
-                L.snap_step = r.get("snap_step")
-            self.step_high = max(self.step_high, int(r.get("step") or 0))
-            # only a failure of the newest generation calls for a recovery.  An older one is
-            # already dealt with, or shows up again: a member of the newest plan that failed
-            # before it reports a failure of that plan too (Learner.wait_plan), and a learner
-            # that is not in it leaves.  A late report -- from a learner cut off by the
-            # network, say -- would otherwise abort a healthy generation and get its
-            # learners killed as unresponsive.
-            if g >= self.gen:
-                self._start_recovery(f"learner {r['lid']} lost its group: {r.get('error', '')[:200]}")
-        elif typ == "error":
-            tb = r.get("traceback", "")
-            raise ElasticTrainingError(f"{root_cause(tb)} (raised by learner {r['lid']} during "
-                                       f"{r.get('where', 'training')})\n{tb}")
-        elif typ == "busy":
-            L = self.learners.get(r["lid"])
-            if L is not None:
-                L.busy = True
-        elif typ == "checkpoint":
-            if r["path"] not in self.history.checkpoints:
-                self.history.checkpoints.append(r["path"])
-        elif typ == "final":
-            self.final = True
-
-    def _check_dataset(self, r: dict) -> None:
-        if self.spe is None:
-            self.spe = int(r["steps_per_epoch"])
-            self.n_train = int(r["n_train"])
-            if self.resume_n_train is not None and self.resume_n_train != self.n_train:
-                raise ElasticTrainingError(
-                    f"the checkpoint was written for a training set of {self.resume_n_train} samples, "
-                    f"get_datasets() now returns {self.n_train}")
-            total = self.spe * self.options["epochs"]
-            self.say(f"ElasticTrainer: {self.options['epochs']} epochs x {self.spe} steps (global batch "
-                     f"{self.options['effective_batch_size']}, {self.n_train} samples), up to {self._cap()} learner(s)"
-                     + (f", resuming at step {self.step}/{total}" if self.history.resumed_from_step else ""))
-
-    def _on_step(self, r: dict) -> None:
-        step = int(r["step"])
-        self.step = step
-        self.step_high = max(self.step_high, step)
-        self.loss = r["loss"]
-        self.world = r["world"]
-        self._rate.append((r["t"], step))
-        sps = self._sps()
-        on_progress = getattr(self.slots, "on_progress", None)
-        if on_progress is not None:
-            on_progress(step)
-        for cb in self.t.callbacks:
-            cb.on_step(step, {"loss": r["loss"], "learners": r["world"], "samples_per_s": sps, "time": r["t"]})
-        now = time.monotonic()
-        total = self._total()
-        if now - self._last_report >= 1.0:
-            self._last_report = now
-            runtime.report(progress=(step / total) if total else None,
-                           metrics={"loss": r["loss"], "samples_per_s": sps, "learners": r["world"]}, step=step)
-        if self.verbose and self.options["print_every"] > 0 and now - self._last_print >= self.options["print_every"]:
-            self._last_print = now
-            e, pos = divmod(step, self.spe or 1)
-            self.say(f"  epoch {e + 1}/{self.options['epochs']} step {pos}/{self.spe} loss {r['loss']:.4f} "
-                     f"learners {r['world']}" + (f" {sps:.0f} samples/s" if sps else ""))
-
-    def _sps(self) -> Optional[float]:
+    def sps(self) -> Optional[float]:
+        """Samples per second over the recent steps at the current learner count."""
         if len(self._rate) < 2:
             return None
         (t0, s0), (t1, s1) = self._rate[0], self._rate[-1]
         if t1 <= t0 or s1 <= s0:
             return None
-        return (s1 - s0) * self.options["effective_batch_size"] / (t1 - t0)
+        return (s1 - s0) * self.options.effective_batch_size / (t1 - t0)
 
-    def _total(self) -> Optional[int]:
-        return self.spe * self.options["epochs"] if self.spe else None
+    def total(self) -> Optional[int]:
+        return self.spe * self.options.epochs if self.spe else None
 
-    def _on_epoch(self, rec: dict) -> None:
+    def on_dataset(self, r: dict) -> None:
+        """A learner's ``ready`` record: the first one tells the dataset's size.
+
+        Raises:
+            ElasticTrainingError: the run resumes from a checkpoint of another training set.
+        """
+        if self.spe is not None:
+            return
+        self.spe = int(r["steps_per_epoch"])
+        self.n_train = int(r["n_train"])
+        if self._resume_n_train is not None and self._resume_n_train != self.n_train:
+            raise ElasticTrainingError(
+                f"the checkpoint was written for a training set of {self._resume_n_train} samples, "
+                f"get_datasets() now returns {self.n_train}")
+        total = self.spe * self.options.epochs
+        self.say(f"ElasticTrainer: {self.options.epochs} epochs x {self.spe} steps (global batch "
+                 f"{self.options.effective_batch_size}, {self.n_train} samples), up to {self.options.cap} learner(s)"
+                 + (f", resuming at step {self.step}/{total}" if self.history.resumed_from_step else ""))
+
+    def reached(self, step: int) -> None:
+        """A learner reports it had reached ``step`` (when it failed)."""
+        self.step_high = max(self.step_high, step)
+
+    def on_step(self, r: dict) -> None:
+        step = int(r["step"])
+        self.step = step
+        self.step_high = max(self.step_high, step)
+        self.world = r["world"]
+        self._rate.append((r["t"], step))
+        sps = self.sps()
+        if self._on_progress is not None:
+            self._on_progress(step)
+        for cb in self.callbacks:
+            cb.on_step(step, {"loss": r["loss"], "learners": r["world"], "samples_per_s": sps, "time": r["t"]})
+        now = time.monotonic()
+        total = self.total()
+        if now - self._last_report >= 1.0:
+            self._last_report = now
+            runtime.report(progress=(step / total) if total else None,
+                           metrics={"loss": r["loss"], "samples_per_s": sps, "learners": r["world"]}, step=step)
+        if self.options.verbose and self.options.print_every > 0 and now - self._last_print >= self.options.print_every:
+            self._last_print = now
+            e, pos = divmod(step, self.spe or 1)
+            self.say(f"  epoch {e + 1}/{self.options.epochs} step {pos}/{self.spe} loss {r['loss']:.4f} "
+                     f"learners {r['world']}" + (f" {sps:.0f} samples/s" if sps else ""))
+
+    def on_generation(self, plan: Plan, r: dict) -> None:
+        """Generation ``plan`` made its first step (``r``: the source learner's record)."""
+        self.world = plan.world
+        self._rate.clear()  # samples/s is measured per learner count (the scheduler's throughput model)
+        if plan.reason != "start":
+            info = {"step": int(r["step"]), "from": int(r["from"]), "to": int(r["to"]),
+                    "pause_s": r["pause_s"], "reason": plan.reason}
+            if plan.mode == "snapshot":
+                info["replayed_steps"] = max(0, self.step_high - int(r["step"]))
+            self.history.rescales.append(info)
+            p = f"{r['pause_s']:.3f} s" if r["pause_s"] is not None else "n/a"
+            self.say(f"  learners {info['from']} -> {info['to']} at step {info['step']} ({plan.reason}, pause {p}"
+                     + (f", {info['replayed_steps']} steps recomputed from snapshot" if "replayed_steps" in info else "")
+                     + ")")
+            for cb in self.callbacks:
+                cb.on_rescale(info)
+        self.step = int(r["step"])
+        total = self.total()
+        pause = {"resize_pause_s": r["pause_s"]} if plan.reason != "start" and r["pause_s"] is not None else {}
+        runtime.report(progress=(self.step / total) if total else None, metrics={"learners": plan.world, **pause},
+                       step=self.step)  # the job's record shows the new size at once
+
+    def on_epoch(self, rec: dict) -> None:
         e = int(rec["epoch"])
         first = e not in self.epoch_records
         self.epoch_records[e] = rec
         if not first:
             return
-        total = self._total()
-        sps = self._sps()
+        total = self.total()
+        sps = self.sps()
         if sps:
             rec = dict(rec, samples_per_s=sps)
             self.epoch_records[e] = rec
@@ -217,21 +210,50 @@ class Reporting:
         runtime.report(progress=(rec["step"] / total) if total else None, metrics=metrics, epoch=e, step=rec["step"])
         self._last_report = time.monotonic()
         self._last_print = time.monotonic()
-        if self.verbose:
-            width = 20
-            done = e / max(1, self.options["epochs"])
-            bar = "#" * int(round(done * width))
-            parts = [f"epoch {e:>{len(str(self.options['epochs']))}}/{self.options['epochs']} [{bar:<{width}}] {done * 100:3.0f}%",
-                     f"loss {rec['train_loss']:.4f}"]
-            for k in ("val_loss", "val_accuracy"):
-                if k in rec:
-                    parts.append(f"{k} {rec[k]:.4f}")
-            for k, v in rec.items():
-                if k.startswith("val_") and k not in ("val_loss", "val_accuracy"):
-                    parts.append(f"{k} {v:.4f}")
-            parts.append("learners " + "->".join(str(w) for w in rec.get("world_sizes", [])))
-            if sps:
-                parts.append(f"{sps:.0f} samples/s")
-            self.say("  ".join(parts))
-        for cb in self.t.callbacks:
+        if self.options.verbose:
+            self.say(self._epoch_line(e, rec, sps))
+        for cb in self.callbacks:
             cb.on_epoch_end(e, rec)
+
+    def _epoch_line(self, e: int, rec: dict, sps: Optional[float]) -> str:
+        epochs = self.options.epochs
+        width = 20
+        done = e / max(1, epochs)
+        bar = "#" * int(round(done * width))
+        parts = [f"epoch {e:>{len(str(epochs))}}/{epochs} [{bar:<{width}}] {done * 100:3.0f}%",
+                 f"loss {rec['train_loss']:.4f}"]
+        for k in ("val_loss", "val_accuracy"):
+            if k in rec:
+                parts.append(f"{k} {rec[k]:.4f}")
+        for k, v in rec.items():
+            if k.startswith("val_") and k not in ("val_loss", "val_accuracy"):
+                parts.append(f"{k} {v:.4f}")
+        parts.append("learners " + "->".join(str(w) for w in rec.get("world_sizes", [])))
+        if sps:
+            parts.append(f"{sps:.0f} samples/s")
+        return "  ".join(parts)
+
+    def on_checkpoint(self, path: str) -> None:
+        if path not in self.history.checkpoints:
+            self.history.checkpoints.append(path)
+
+    def failure(self, info: dict) -> None:
+        """A learner failed (``info``: a row of ``History.failures``)."""
+        self.history.failures.append(info)
+        for cb in self.callbacks:
+            cb.on_failure(info)
+
+    def finished(self, train_state: dict) -> None:
+        """Training ended with ``train_state`` (the final one)."""
+        h = self.history
+        h.epochs = list(train_state["epochs"])
+        h.steps = int(train_state["step"])
+        rates = [r["samples_per_s"] for r in self.epoch_records.values() if r.get("samples_per_s")]
+        h.samples_per_s = (sum(rates) / len(rates)) if rates else self.sps()
+
+    def done_line(self) -> str:
+        h = self.history
+        last = h.epochs[-1] if h.epochs else {}
+        acc = f", val_accuracy {last['val_accuracy']:.4f}" if "val_accuracy" in last else ""
+        return (f"ElasticTrainer: done, {h.steps} steps, {len(h.rescales)} resize(s), "
+                f"{len(h.failures)} failure(s){acc}")

@@ -7,99 +7,103 @@ checkpoint (or the initial state).
 """
 from __future__ import annotations
 
-import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
-from . import model_io
-from .protocol import abort_key
+from .checkpoints import latest_checkpoint, remove_stale
+from .generations import GenerationPlanner
+from .options import TrainOptions
+from .pool import LearnerPool
+from .protocol import Rendezvous
+from .state import fresh_train_state
 
 
-def _latest_checkpoint(d: Optional[Path]):
-    if d is None or not d.is_dir():
-        return None, None
-    import torch
+@dataclass
+class Resume:
+    """Where a run starts."""
 
-    for p in sorted(d.glob("ckpt-*.pt"), reverse=True):
-        try:
-            return p, torch.load(p, map_location="cpu", weights_only=True)
-        except Exception as e:  # a torn or foreign file: try the previous one
-            print(f"ElasticTrainer: ignoring unreadable checkpoint {p.name}: {e}", file=sys.stderr)
-    return None, None
+    train_state: dict
+    path: Optional[Path] = None       # the checkpoint it comes from
+    n_train: Optional[int] = None     # the training-set size that checkpoint was written for
+    finished: bool = False            # that checkpoint holds a finished run
+
+
+def resume(options: TrainOptions, ckpt_dir: Optional[Path], model, optimizer) -> Resume:
+    """The newest checkpoint in ``ckpt_dir`` (its model and optimizer state loaded into
+    ``model`` and ``optimizer``), or a fresh start.  A temp file left by a write the previous
+    run did not finish is removed, never read.
+
+    Raises:
+        ValueError: the checkpoint was written with another batch size or seed.
+    """
+    remove_stale(ckpt_dir)
+    path, checkpoint = latest_checkpoint(ckpt_dir)
+    if checkpoint is None:
+        return Resume(fresh_train_state())
+    cfg = checkpoint.get("config", {})
+    if cfg.get("effective_batch_size") != options.effective_batch_size or cfg.get("seed") != options.seed:
+        raise ValueError(
+            f"checkpoint {path} was written with effective_batch_size={cfg.get('effective_batch_size')}, "
+            f"seed={cfg.get('seed')}; this run uses {options.effective_batch_size}, {options.seed}: "
+            f"use another checkpoint_dir or the same settings")
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    ts = checkpoint["train_state"]
+    return Resume(ts, path, cfg.get("n_train"),
+                  finished=len(ts["epochs"]) >= options.epochs and ts["loss_n"] == 0)
 
 
 class Recovery:
-    """Resuming and recovering (a part of the training run)."""
+    """The recovery under way, if any: since when, and why."""
 
-    def _resume(self) -> Optional[dict]:
-        """The train state to start from: the newest checkpoint's (its model and optimizer
-        state loaded), or a fresh one; None if that checkpoint holds a finished run.  A temp
-        file left by a write the previous run did not finish is removed, never read."""
-        options, ckpt_dir = self.options, self.ckpt_dir
-        if ckpt_dir is not None and ckpt_dir.is_dir():
-            for stale in ckpt_dir.glob(".ckpt-*.tmp"):
-                try:
-                    stale.unlink()
-                except OSError:
-                    pass
-        train_state = {"step": 0, "loss_sum": 0.0, "loss_n": 0, "sizes": [], "epochs": []}
-        path, checkpoint = _latest_checkpoint(ckpt_dir)
-        self.resume_n_train = None
-        if checkpoint is None:
-            return train_state
-        cfg = checkpoint.get("config", {})
-        if cfg.get("effective_batch_size") != options["effective_batch_size"] or cfg.get("seed") != options["seed"]:
-            raise ValueError(
-                f"checkpoint {path} was written with effective_batch_size={cfg.get('effective_batch_size')}, "
-                f"seed={cfg.get('seed')}; this run uses {options['effective_batch_size']}, {options['seed']}: "
-                f"use another checkpoint_dir or the same settings")
-        self.t.model.load_state_dict(checkpoint["model"])
-        self.t.optimizer.load_state_dict(checkpoint["optimizer"])
-        train_state = checkpoint["train_state"]
-        self.resume_n_train = cfg.get("n_train")
-        self.history.resumed_from_step = int(train_state["step"])
-        self.step = self.step_high = int(train_state["step"])
-        for rec in train_state["epochs"]:
-            self.epoch_records[rec["epoch"]] = rec
-        self.history.checkpoints.append(str(path))
-        self.say(f"ElasticTrainer: resuming from {path} (epoch {len(train_state['epochs'])}, step {train_state['step']})")
-        if len(train_state["epochs"]) >= options["epochs"] and train_state["loss_n"] == 0:
-            self.history.epochs = list(train_state["epochs"])
-            self.history.steps = int(train_state["step"])
-            return None
-        return train_state
+    def __init__(self, options: TrainOptions, rendezvous: Rendezvous, planner: GenerationPlanner,
+                 pool: LearnerPool, ckpt_dir: Optional[Path], say: Callable[[str], None]):
+        self.options, self.rendezvous, self.planner, self.pool = options, rendezvous, planner, pool
+        self.ckpt_dir = ckpt_dir
+        self.say = say
+        self.since: Optional[float] = None
+        self.why = ""
 
-    def _start_recovery(self, why: str) -> None:
-        if self.final or self.finishing:
-            return
-        if self.recovering is None:
-            self.recovering = {"since": time.monotonic(), "why": why}
-            # the running generation too: its learners may wait in a collective for a peer
-            # that is gone without closing its connections (a host cut off)
-            for g in {self.gen, self.active_gen} - {0}:
-                self.store.set(abort_key(g), b"1")
+    @property
+    def pending(self) -> bool:
+        return self.since is not None
 
-    def _recover(self) -> None:
+    def start(self, why: str) -> None:
+        """A learner of a generation in play was lost: abort the generations in play (the
+        running one too: its learners may wait in a collective for a peer that is gone
+        without closing its connections, a host cut off) and plan without it."""
+        if self.since is None:
+            self.since, self.why = time.monotonic(), why
+            for g in {self.planner.gen, self.planner.active_gen} - {0}:
+                self.rendezvous.abort(g)
+
+    def advance(self, have_checkpoints: bool) -> None:
+        """Publish the recovery generation once every live member of the newest plan reported
+        its failure (killing the ones that do not respond in time).  ``have_checkpoints``:
+        the run wrote (or resumed from) a checkpoint, the restart point if no survivor kept
+        a snapshot."""
         now = time.monotonic()
-        G = self.gen
-        plan = self.plans.get(G)
-        members = [self.learners[lid] for lid in plan.members] if plan else []
+        planner, pool = self.planner, self.pool
+        G = planner.gen
+        plan = planner.newest()
+        members = [pool.get(lid) for lid in plan.members] if plan else []
         alive = [L for L in members if L.alive]
         pending = [L for L in alive if L.failed_gen < G]
         # learners of the previous generation that are not in plan G leave by themselves
         if pending:
-            if now - self.recovering["since"] < self.options["timeout"] + 5:
+            if now - self.since < self.options.timeout + 5:
                 return
             for L in pending:  # hung in a collective: give up on them
                 self.say(f"  learner {L.lid} did not respond: stopping it")
-                L.handle.kill()
+                pool.kill(L)
             return
-        gset = set(self._granted)
+        gset = set(pool.granted)
         survivors = [L for L in alive if L.slot in gset]
-        ready = [L for L in self.learners.values() if L.status == "ready" and L.slot in gset]
+        ready = pool.granted_learners("ready")
         with_state = [L for L in survivors if L.snap_step is not None]
-        prev_world = self.plans[self.active_gen].world if self.active_gen else 0
+        prev_world = planner.running_world()
         if with_state:
             src = max(with_state, key=lambda L: L.snap_step)
             mode, checkpoint = "snapshot", None
@@ -108,18 +112,14 @@ class Recovery:
             if not cand:
                 return  # wait for replacements to start
             src = cand[0]
-            latest, _ = _latest_checkpoint(self.ckpt_dir) if self.history.checkpoints else (None, None)
+            latest, _ = latest_checkpoint(self.ckpt_dir) if have_checkpoints else (None, None)
             mode, checkpoint = "restart", (str(latest) if latest else None)
             self.say("  no learner kept a snapshot: restarting from "
                      + (f"checkpoint {latest}" if latest else "the initial state"))
         members_new = [src] + [L for L in survivors if L is not src] + [L for L in ready if L not in survivors]
-        members_new = members_new[: self._cap()]
-        for L in self.learners.values():
-            if L.alive and L not in members_new and L.status == "member":
-                L.leaving = True
-        self.recovering = None
-        self._publish(members_new, src, mode, "failure" if mode == "snapshot" else "restart", prev_world, checkpoint)
-
-    def _save_model(self, model_dir: Optional[Path]) -> None:
-        if model_dir is not None:
-            model_io.save_model(self.t.model, model_dir)
+        members_new = members_new[: self.options.cap]
+        for L in pool.alive():
+            if L not in members_new and L.status == "member":
+                pool.leave(L)
+        self.since = None
+        planner.publish(members_new, src, mode, "failure" if mode == "snapshot" else "restart", prev_world, checkpoint)

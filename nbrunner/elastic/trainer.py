@@ -40,23 +40,22 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import sys
 import tempfile
 import time
 import uuid
-from collections import deque
-from datetime import timedelta
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from ..control import runtime
 from . import model_io
-from .generations import Generations, LearnerState
-from .history import Callback, History, Reporting, _FnCallback
+from .generations import GenerationPlanner
+from .history import Callback, History, HistoryRecorder, _FnCallback
 from .launcher import LocalLauncher
-from .protocol import FINAL, LOG_N, PAYLOAD, REQ, ElasticTrainingError, Plan
-from .recovery import Recovery
-from .slots import Slot, default_slot_source
+from .options import TrainOptions
+from .pool import LearnerPool
+from .protocol import ElasticTrainingError, Rendezvous, root_cause
+from .recovery import Recovery, resume
+from .slots import default_slot_source
 
 __all__ = ["ElasticTrainer", "History", "Callback", "ElasticTrainingError"]
 
@@ -74,8 +73,6 @@ def _normalize_metrics(metrics) -> dict:
             raise ValueError(f"unknown metric name {m!r}: pass a callable(outputs, targets) instead")
         out[getattr(m, "__name__", f"metric{len(out)}")] = m
     return out
-
-
 
 
 class ElasticTrainer:
@@ -106,9 +103,7 @@ class ElasticTrainer:
     def learner_pids(self) -> dict:
         """{learner id: pid} of the learners running now (local launcher only)."""
         run = self._run
-        if run is None:
-            return {}
-        return {L.lid: getattr(L.handle, "pid", None) for L in list(run.learners.values()) if L.alive}
+        return run.learner_pids() if run is not None else {}
 
     def train(self, epochs: int = 10, effective_batch_size: int = 256, max_gpus: Optional[int] = None,
               min_gpus: int = 1, checkpoint_every: int = 1, seed: int = 0, *,
@@ -138,25 +133,15 @@ class ElasticTrainer:
         usable CPUs divided by ``max_gpus`` -- or by the most slots granted so far when
         ``max_gpus`` is None -- at least 1, constant across resizes).
         """
-        if epochs < 0 or effective_batch_size < 1:
-            raise ValueError("epochs must be >= 0 and effective_batch_size >= 1")
-        if max_gpus is not None and max_gpus < 1:
-            max_gpus = None if max_gpus == 0 else max_gpus
-            if max_gpus is not None:
-                raise ValueError("max_gpus must be >= 1")
-        if max_gpus is not None and min_gpus > max_gpus:
-            raise ValueError(f"min_gpus ({min_gpus}) > max_gpus ({max_gpus})")
-        opts = dict(epochs=int(epochs), effective_batch_size=int(effective_batch_size), max_gpus=max_gpus,
-                    min_gpus=max(0, int(min_gpus)), checkpoint_every=int(checkpoint_every or 0), seed=int(seed),
-                    slots=slots, launcher=launcher, checkpoint_dir=checkpoint_dir, model_dir=model_dir,
-                    sync_batchnorm=bool(sync_batchnorm), snapshot_every=int(snapshot_every), timeout=float(timeout),
-                    verbose=int(verbose), print_every=float(print_every), master_addr=master_addr,
-                    eval_batch_size=int(eval_batch_size), max_failures=int(max_failures),
-                    max_slot_failures=int(max_slot_failures), join_wait=float(join_wait),
-                    broadcast_buffers=bool(broadcast_buffers), find_unused_parameters=bool(find_unused_parameters),
-                    keep_checkpoints=int(keep_checkpoints), prestart=prestart,
-                    threads_per_learner=threads_per_learner)
-        run = _Run(self, opts)
+        options = TrainOptions(
+            epochs=epochs, effective_batch_size=effective_batch_size, max_gpus=max_gpus, min_gpus=min_gpus,
+            checkpoint_every=checkpoint_every, seed=seed, slots=slots, launcher=launcher, checkpoint_dir=checkpoint_dir,
+            model_dir=model_dir, sync_batchnorm=sync_batchnorm, snapshot_every=snapshot_every, timeout=timeout,
+            verbose=verbose, print_every=print_every, master_addr=master_addr, eval_batch_size=eval_batch_size,
+            max_failures=max_failures, max_slot_failures=max_slot_failures, join_wait=join_wait,
+            broadcast_buffers=broadcast_buffers, find_unused_parameters=find_unused_parameters,
+            keep_checkpoints=keep_checkpoints, prestart=prestart, threads_per_learner=threads_per_learner)
+        run = _Run(self, options)
         self._run = run
         try:
             self.history = run.run()
@@ -165,153 +150,115 @@ class ElasticTrainer:
         return self.history
 
 
-class _Run(Reporting, Generations, Recovery):
-    """One call of :meth:`ElasticTrainer.train`: the driver's state and its main loop.  Its
-    parts live beside it: reports (:mod:`.history`), learners and generation plans
-    (:mod:`.generations`), resuming and recovery (:mod:`.recovery`)."""
+class _Run:
+    """One call of :meth:`ElasticTrainer.train`: the driver's main loop over the parts it
+    composes -- the rendezvous store (:class:`~.protocol.Rendezvous`), the learner processes
+    (:class:`~.pool.LearnerPool`), the generation plans (:class:`~.generations.GenerationPlanner`),
+    failure recovery (:class:`~.recovery.Recovery`) and the account of the run
+    (:class:`~.history.HistoryRecorder`) -- and the records of the learners it routes to them."""
 
-    def __init__(self, trainer: ElasticTrainer, options: dict):
+    def __init__(self, trainer: ElasticTrainer, options: TrainOptions):
         self.t = trainer
         self.options = options
-        self.verbose = options["verbose"]
-        self.learners: dict[str, LearnerState] = {}
-        self.plans: dict[int, Plan] = {}
-        self.gen = 0                  # newest published generation
-        self.active_gen = 0           # newest generation whose first step ran
-        self.inflight: Optional[int] = None
-        self.inflight_since = 0.0
-        self.recovering: Optional[dict] = None
-        self.final = False
-        self.finishing = False
-        self.log_read = 0
-        self._log_missing_since: Optional[float] = None
-        self.slot_failures: dict[Slot, int] = {}
-        self.history = History()
-        self.epoch_records: dict[int, dict] = {}
-        self.step = 0
-        self.step_high = 0
-        self.world = 0
-        self.spe: Optional[int] = None
-        self.n_train: Optional[int] = None
-        self.loss: Optional[float] = None
-        self._rate = deque(maxlen=64)
-        self._next_seq = 0
-        self._last_report = 0.0
-        self._last_print = time.monotonic()
-        self._granted: list[Slot] = []
+        self.recorder = HistoryRecorder(options, trainer.callbacks, self.say)
+        self.rendezvous: Optional[Rendezvous] = None   # run() makes these once training starts
+        self.pool: Optional[LearnerPool] = None
+        self.planner: Optional[GenerationPlanner] = None
+        self.recovery: Optional[Recovery] = None
+        self.final = False        # the final state is in the store
+        self.finishing = False    # a learner exited when done: training is over
         self._next_grant_poll = 0.0
-        self.standby_failures = 0
-        self._max_granted = 0
-        self._unbound: set[Slot] = set()  # granted slots with no live learner: released if taken back
         self._waiting_said = False
         self.t_start = time.monotonic()
 
-    # ------------------------------------------------------------------ helpers
     def say(self, msg: str) -> None:
-        if self.verbose:
+        if self.options.verbose:
             print(msg, flush=True)
 
-    def _new_lid(self) -> str:
-        self._next_seq += 1
-        return f"L{self._next_seq}"
-
-    def _cap(self) -> int:
-        cap = self.options["effective_batch_size"]
-        if self.options["max_gpus"] is not None:
-            cap = min(cap, self.options["max_gpus"])
-        return cap
+    def learner_pids(self) -> dict:
+        return self.pool.pids() if self.pool is not None else {}
 
     # ------------------------------------------------------------------ run
     def run(self) -> History:
         options = self.options
         t0 = time.monotonic()
         job_dir = runtime.job_dir()
-        self.ckpt_dir = Path(options["checkpoint_dir"]) if options["checkpoint_dir"] else (job_dir / "checkpoints" if job_dir else None)
-        model_dir = Path(options["model_dir"]) if options["model_dir"] else (job_dir / "model" if job_dir else None)
+        ckpt_dir = (Path(options.checkpoint_dir) if options.checkpoint_dir
+                    else (job_dir / "checkpoints" if job_dir else None))
+        model_dir = Path(options.model_dir) if options.model_dir else (job_dir / "model" if job_dir else None)
         own_logs = job_dir is None
-        self.logs_dir = (job_dir / "logs") if job_dir else Path(tempfile.mkdtemp(prefix="nbrunner-elastic-"))
-        self.run_tag = uuid.uuid4().hex[:6]
+        logs_dir = (job_dir / "logs") if job_dir else Path(tempfile.mkdtemp(prefix="nbrunner-elastic-"))
 
-        train_state = self._resume()
-        if train_state is None:  # the checkpoint holds a finished run
-            self.history.wall_time_s = time.monotonic() - t0
+        start = resume(options, ckpt_dir, self.t.model, self.t.optimizer)
+        if start.path is not None:
+            self.recorder.resumed(start.path, start.train_state, start.n_train, start.finished)
+        if start.finished:
+            self.recorder.history.wall_time_s = time.monotonic() - t0
             self._save_model(model_dir)
             self.say("ElasticTrainer: training already complete")
-            return self.history
+            return self.recorder.history
 
-        slots = options["slots"] if options["slots"] is not None else default_slot_source(options["max_gpus"], options["min_gpus"])
-        self.slots = slots
-        self.launcher = options["launcher"] or getattr(slots, "launcher", None) or LocalLauncher()
-        self.master_addr = options["master_addr"] or getattr(self.launcher, "master_addr", None) or "127.0.0.1"
-        self._open_store(train_state)
+        slots = options.slots if options.slots is not None else default_slot_source(options.max_gpus, options.min_gpus)
+        launcher = options.launcher or getattr(slots, "launcher", None) or LocalLauncher()
+        master_addr = options.master_addr or getattr(launcher, "master_addr", None) or "127.0.0.1"
+        self.rendezvous = Rendezvous.open(self._payload(start.train_state, ckpt_dir), max(30.0, options.timeout))
+        self.pool = LearnerPool(options, slots, launcher, self.rendezvous, master_addr, logs_dir, uuid.uuid4().hex[:6],
+                                self.say)
+        self.planner = GenerationPlanner(options, self.rendezvous, self.pool)
+        self.recovery = Recovery(options, self.rendezvous, self.planner, self.pool, ckpt_dir, self.say)
         ok = False
         try:
-            slots.start(options["min_gpus"], options["max_gpus"] or max(1, options["min_gpus"]))
-            for cb in self.t.callbacks:
-                cb.on_train_begin({"epochs": options["epochs"], "effective_batch_size": options["effective_batch_size"],
-                                   "resumed_from_step": self.history.resumed_from_step})
+            slots.start(options.min_gpus, options.max_gpus or max(1, options.min_gpus))
+            self.recorder.begin(getattr(slots, "on_progress", None))
             self._loop()
             self._finalize(model_dir)
             ok = True
         finally:
-            self._shutdown()
+            self.pool.shutdown(self.planner.running(), self.final)
             try:
                 slots.close()
             except Exception:
                 pass
-            del self.store
+            self.rendezvous.close()
             if own_logs and ok and not os.environ.get("NBRUNNER_ELASTIC_KEEP_LOGS"):
-                shutil.rmtree(self.logs_dir, ignore_errors=True)
-        self.history.wall_time_s = time.monotonic() - t0
-        for cb in self.t.callbacks:
-            cb.on_train_end(self.history)
-        return self.history
+                shutil.rmtree(logs_dir, ignore_errors=True)
+        return self.recorder.end(time.monotonic() - t0)
 
-    def _open_store(self, train_state: dict) -> None:
-        """The rendezvous store, holding what every learner loads first: the pickled model,
-        optimizer, loss, datasets and metrics (by value), the run's config and train state."""
-        import torch.distributed as dist
-
-        options = self.options
-        self.store = dist.TCPStore("0.0.0.0", 0, is_master=True, wait_for_workers=False,
-                                   timeout=timedelta(seconds=max(30.0, options["timeout"])))
-        self.port = self.store.port
-        cfg = {k: options[k] for k in ("epochs", "effective_batch_size", "seed", "checkpoint_every", "sync_batchnorm",
-                                 "snapshot_every", "timeout", "eval_batch_size", "broadcast_buffers",
-                                 "find_unused_parameters", "keep_checkpoints")}
-        cfg["checkpoint_dir"] = str(self.ckpt_dir) if self.ckpt_dir else None
+    def _payload(self, train_state: dict, ckpt_dir: Optional[Path]) -> bytes:
+        """What every learner loads first: the pickled model, optimizer, loss, datasets and
+        metrics (by value), the run's config and train state."""
+        cfg = self.options.learner_config(str(ckpt_dir) if ckpt_dir else None)
         objects = (self.t.model, self.t.optimizer, self.t.loss_fn, self.t.get_datasets, self.t.metrics)
         with model_io.by_value(list(objects)):
             import cloudpickle
 
-            blob = cloudpickle.dumps({"objects": objects, "config": cfg, "train_state": train_state})
-        self.store.set(PAYLOAD, blob)
-        self.payload_bytes = len(blob)
-        self.store.add(REQ, 0)
-        self.store.add(LOG_N, 0)
-        self.sys_path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+            return cloudpickle.dumps({"objects": objects, "config": cfg, "train_state": train_state})
 
     # ------------------------------------------------------------------ main loop
     def _loop(self) -> None:
-        options = self.options
+        options, pool = self.options, self.pool
         while not self.final:
-            self._read_logs()
+            for r in self.rendezvous.records():
+                self._on_record(r)
             if self.final:
                 break
-            self._poll_procs()
-            self._reap_leavers()
+            self._poll_exits()
+            pool.reap_leavers(self.planner.involved())
             now = time.monotonic()
             if now >= self._next_grant_poll:
-                self._poll_grants()
+                if self.final or self.finishing:
+                    pool.stop_granting()
+                else:
+                    pool.poll_grants(self.planner.involved())
                 self._next_grant_poll = now + 0.05
             self._plan()
-            if len(self.history.failures) > options["max_failures"]:
-                raise ElasticTrainingError(f"{len(self.history.failures)} learner failures: giving up")
-            if not any(L.alive and L.slot is not None for L in self.learners.values()):
-                if self._granted and not self._spawnable():
+            if len(self.recorder.history.failures) > options.max_failures:
+                raise ElasticTrainingError(f"{len(self.recorder.history.failures)} learner failures: giving up")
+            if not pool.any_bound():
+                if pool.granted and not pool.spawnable():
                     raise ElasticTrainingError("every granted slot failed to run a learner "
-                                               f"{self.options['max_slot_failures']} times" + self._last_logs())
-                if not self._granted and not self._waiting_said and now - self.t_start > 5:
+                                               f"{options.max_slot_failures} times" + pool.last_logs())
+                if not pool.granted and not self._waiting_said and now - self.t_start > 5:
                     self._waiting_said = True
                     self.say("ElasticTrainer: waiting for the slot source to grant a slot ...")
             time.sleep(0.01 if self._busy() else 0.05)
@@ -320,50 +267,93 @@ class _Run(Reporting, Generations, Recovery):
         """A resize, a recovery or a learner start is under way.  Otherwise the driver polls
         five times less often: on a host whose cores all run learners, its polling is
         throughput taken from them."""
-        if self.inflight is not None or self.recovering is not None or not self.active_gen or self.finishing:
+        planner = self.planner
+        if planner.inflight is not None or self.recovery.pending or not planner.active_gen or self.finishing:
             return True
-        return any(L.alive and (L.leaving or (L.slot is not None and L.status in ("starting", "ready")))
-                   for L in self.learners.values())
+        return self.pool.changing()
+
+    def _lost(self, why: str) -> None:
+        """A learner of a generation in play is gone: recover without it (unless training is over)."""
+        if not (self.final or self.finishing):
+            self.recovery.start(why)
+
+    def _poll_exits(self) -> None:
+        involved = self.planner.involved()
+        exits = self.pool.poll_exits(involved, self.recorder.step)
+        for L, info in exits.failures:
+            self.recorder.failure(info)
+            rc = info["exit_code"]
+            if info["status"] == "starting":
+                self.say(f"  learner {L.lid} exited with code {rc} while starting" + self.pool.tail_note(L))
+            elif L.lid in involved:
+                self.say(f"  learner {L.lid} died (exit code {rc}) near step {self.recorder.step}: "
+                         "continuing without it")
+                self._lost(f"learner {L.lid} died")
+        if exits.finished:
+            self.finishing = True
+        self.pool.release(exits.slots)
+
+    def _plan(self) -> None:
+        if self.final or self.finishing:
+            return
+        if self.recovery.pending:
+            self.recovery.advance(bool(self.recorder.history.checkpoints))
+            return
+        now = time.monotonic()
+        if self.planner.inflight is not None:
+            if self.planner.overdue(now):
+                self._lost(f"generation {self.planner.inflight} did not start")
+            return
+        self.planner.plan(now)
+
+    def _on_record(self, r: dict) -> None:
+        """Route a learner's record to the part it concerns."""
+        typ = r.get("type")
+        if typ == "step":
+            self.recorder.on_step(r)
+        elif typ == "epoch":
+            self.recorder.on_epoch(r["record"])
+        elif typ == "gen":
+            plan = self.planner.started(int(r["gen"]))
+            if plan is not None:
+                self.recorder.on_generation(plan, r)
+        elif typ == "ready":
+            self.pool.on_ready(r)
+            self.recorder.on_dataset(r)
+        elif typ == "fail":
+            g = int(r["gen"])
+            self.pool.on_fail(r["lid"], g, r.get("snap_step"))
+            self.recorder.reached(int(r.get("step") or 0))
+            # only a failure of the newest generation calls for a recovery.  An older one is
+            # already dealt with, or shows up again: a member of the newest plan that failed
+            # before it reports a failure of that plan too (Learner.wait_plan), and a learner
+            # that is not in it leaves.  A late report -- from a learner cut off by the
+            # network, say -- would otherwise abort a healthy generation and get its
+            # learners killed as unresponsive.
+            if g >= self.planner.gen:
+                self._lost(f"learner {r['lid']} lost its group: {r.get('error', '')[:200]}")
+        elif typ == "error":
+            tb = r.get("traceback", "")
+            raise ElasticTrainingError(f"{root_cause(tb)} (raised by learner {r['lid']} during "
+                                       f"{r.get('where', 'training')})\n{tb}")
+        elif typ == "busy":
+            self.pool.on_busy(r["lid"])
+        elif typ == "checkpoint":
+            self.recorder.on_checkpoint(r["path"])
+        elif typ == "final":
+            self.final = True
 
     # ------------------------------------------------------------------ end
     def _finalize(self, model_dir: Optional[Path]) -> None:
         import torch
 
-        blob = self.store.get(FINAL)
-        st = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
+        st = torch.load(io.BytesIO(self.rendezvous.final_state()), map_location="cpu", weights_only=True)
         self.t.model.load_state_dict(st["model"])
         self.t.optimizer.load_state_dict(st["optimizer"])
-        train_state = st["train_state"]
-        self.history.epochs = list(train_state["epochs"])
-        self.history.steps = int(train_state["step"])
-        rates = [r["samples_per_s"] for r in self.epoch_records.values() if r.get("samples_per_s")]
-        self.history.samples_per_s = (sum(rates) / len(rates)) if rates else self._sps()
+        self.recorder.finished(st["train_state"])
         self._save_model(model_dir)
-        last = self.history.epochs[-1] if self.history.epochs else {}
-        acc = f", val_accuracy {last['val_accuracy']:.4f}" if "val_accuracy" in last else ""
-        self.say(f"ElasticTrainer: done, {self.history.steps} steps, {len(self.history.rescales)} resize(s), "
-                 f"{len(self.history.failures)} failure(s){acc}")
+        self.say(self.recorder.done_line())
 
-
-    def _shutdown(self) -> None:
-        live = [L for L in self.learners.values() if L.alive]
-        running = set(self.plans[self.active_gen].members) if self.active_gen in self.plans else set()
-        for L in live:  # standby, not yet joined and departed learners have nothing to finish
-            if L.status != "member" or L.lid not in running or L.leaving:
-                self._stop(L)
-        deadline = time.monotonic() + (10.0 if self.final else 0.5)
-        for L in live:
-            while L.handle.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.01)
-            if L.handle.poll() is None:
-                L.handle.terminate()
-        for L in live:
-            if L.handle.wait(3.0) is None:
-                L.handle.kill()
-                L.handle.wait(3.0)
-            L.status = "exited"
-        if live:
-            try:
-                self.slots.released([L.slot for L in live if L.slot is not None])
-            except Exception:
-                pass
+    def _save_model(self, model_dir: Optional[Path]) -> None:
+        if model_dir is not None:
+            model_io.save_model(self.t.model, model_dir)

@@ -141,7 +141,7 @@ class StuckLeaverLauncher(LocalLauncher):
 
 
 def test_a_learner_that_does_not_leave_is_stopped_and_its_slot_released(digits_npz, tmp_path):
-    from nbrunner.elastic.generations import LEAVE_GRACE_S
+    from nbrunner.elastic.pool import LEAVE_GRACE_S
 
     gate = tmp_path / "slow"
     gate.touch()
@@ -192,19 +192,17 @@ def test_a_learner_that_cannot_be_started_is_retried_not_fatal(digits_npz, refer
 
 
 TEARDOWN = r"""
-import sys, time, weakref
+import sys, time
 import torch, torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
-from nbrunner.elastic.learner import Learner
+from nbrunner.elastic.group import GenerationGroup
 
 sys.setswitchinterval(30)  # a thread waiting for the GIL gets it only once the main thread blocks
 store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
-learner = Learner("127.0.0.1", store.port, "L1")
+group = GenerationGroup(print)
 for g in range(5):
     dist.init_process_group("gloo", store=dist.PrefixStore(f"g{g}/", store), rank=0, world_size=1)
-    net = DDP(torch.nn.Linear(4, 2), init_sync=False)
+    net = group.wrap(torch.nn.Linear(4, 2), torch.device("cpu"))
     net(torch.ones(2, 4)).sum().backward()
-    learner.net, learner._net_ref = net, weakref.ref(net)
     exc = None
     if g % 2:  # a failed generation: the traceback's frames still reference the DDP module
         def step(net):
@@ -219,8 +217,8 @@ for g in range(5):
     end = time.perf_counter() + 0.2
     while time.perf_counter() < end:  # keep the GIL: the worker ends the collective, then waits for the GIL
         pass
-    learner._teardown(exc)
-    assert learner._net_ref is None and not dist.is_initialized()
+    group.dissolve(exc)
+    assert group.net is None and not dist.is_initialized()
 print("ok", flush=True)
 """
 

@@ -1,0 +1,54 @@
+"""TrainOptions: the arguments of ElasticTrainer.train, checked and normalised once."""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import pytest
+
+from nbrunner.elastic import ElasticTrainer
+from nbrunner.elastic.options import TrainOptions
+
+
+def test_defaults_are_the_ones_train_takes():
+    params = inspect.signature(ElasticTrainer.train).parameters
+    train_defaults = {k: p.default for k, p in params.items() if k != "self"}
+    assert train_defaults == {f.name: f.default for f in dataclasses.fields(TrainOptions)}
+
+
+def test_values_are_normalised():
+    o = TrainOptions(epochs=3.0, effective_batch_size=64.0, min_gpus=-2, checkpoint_every=None, timeout=5,
+                     sync_batchnorm=1, print_every=0, keep_checkpoints=4.0)
+    assert (o.epochs, o.effective_batch_size, o.min_gpus, o.checkpoint_every) == (3, 64, 0, 0)
+    assert type(o.epochs) is int and type(o.timeout) is float and o.timeout == 5.0
+    assert o.sync_batchnorm is True and type(o.print_every) is float and type(o.keep_checkpoints) is int
+
+
+def test_max_gpus_zero_means_no_limit():
+    o = TrainOptions(max_gpus=0, effective_batch_size=32)
+    assert o.max_gpus is None and o.cap == 32
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"epochs": -1}, "epochs must be >= 0"),
+    ({"effective_batch_size": 0}, "effective_batch_size >= 1"),
+    ({"max_gpus": -1}, "max_gpus must be >= 1"),
+    ({"min_gpus": 3, "max_gpus": 2}, r"min_gpus \(3\) > max_gpus \(2\)"),
+])
+def test_bad_values_are_refused(kw, message):
+    with pytest.raises(ValueError, match=message):
+        TrainOptions(**kw)
+
+
+def test_cap_is_max_gpus_but_never_more_than_the_global_batch():
+    assert TrainOptions(effective_batch_size=4, max_gpus=8).cap == 4
+    assert TrainOptions(effective_batch_size=256, max_gpus=2).cap == 2
+    assert TrainOptions(effective_batch_size=8).cap == 8
+
+
+def test_learner_config_holds_what_learners_read():
+    cfg = TrainOptions(epochs=2, seed=7, snapshot_every=3).learner_config("/ckpt")
+    assert cfg == {"epochs": 2, "effective_batch_size": 256, "seed": 7, "checkpoint_every": 1,
+                   "sync_batchnorm": False, "snapshot_every": 3, "timeout": 60.0, "eval_batch_size": 512,
+                   "broadcast_buffers": True, "find_unused_parameters": False, "keep_checkpoints": 2,
+                   "checkpoint_dir": "/ckpt"}
