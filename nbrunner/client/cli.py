@@ -26,12 +26,13 @@ try:  # typer >= 0.25 vendors its own click
 except ImportError:  # pragma: no cover
     from click.exceptions import Abort, ClickException, Exit, NoArgsIsHelpError, UsageError
     from click.utils import PacifyFlushWrapper
+from ..core.config import HOST_ADDR, JOBS_SHOWN, LAB_TOKEN, WORKSPACE
 from ..core.errors import NbrunnerError, NoCluster
 from ..core.models import PRIORITY_DEFAULT, STATUSES
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="Run parameterized Jupyter notebooks as elastic GPU jobs on a shared cluster.")
-DirOption = typer.Option(None, "--dir", help="workspace directory (default: NBRUNNER_WORKSPACE or the current directory)")
+DirOption = typer.Option(None, "--dir", help=f"workspace directory (default: {WORKSPACE.name} or the current directory)")
 
 
 def parse_value(text: str) -> Any:
@@ -116,7 +117,7 @@ def up(workspace: Optional[Path] = DirOption,
     settings = Settings.load(workspace)
     if not settings.workspace.is_dir():
         raise NbrunnerError(f"workspace is not a directory: {settings.workspace}")
-    token = os.environ.get("NBRUNNER_LAB_TOKEN") or secrets.token_hex(24)
+    token = LAB_TOKEN.text() or secrets.token_hex(24)
     lab_args = [f"--IdentityProvider.token={token}"]
     sup = Supervisor(settings, gpus=slots, workers=workers, policy=policy, host=host,
                      lab_port=None if no_lab else port, lab_args=lab_args,
@@ -197,9 +198,6 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
     else:
         console().print(f"{job.id} {job.record.status}" + (f": {job.record.error}" if job.record.error else ""))
     raise typer.Exit(0 if job.record.status == "completed" else 1)
-
-
-JOBS_SHOWN = 50  # `nbrunner jobs` without --limit or --all
 
 
 @app.command()
@@ -409,7 +407,7 @@ def worker(gpus: str = typer.Option("auto", help="GPU slots: a number (CPU slots
     settings = Settings.load(workspace)
     reachable(settings)
     if addr:
-        os.environ["NBRUNNER_HOST_ADDR"] = addr
+        os.environ[HOST_ADDR.name] = addr
     slot_list = None
     if slots is not None:
         try:

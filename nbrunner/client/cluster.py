@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..control.api import ClusterAPI
 from ..control.registration import live_capacity
-from ..core.config import Settings
+from ..core.config import SETUP_READY_TIMEOUT_S, WAIT_READY_TIMEOUT_S, Settings
 from ..core.discovery import resolve
 from ..core.errors import NoCluster
 from ..core.keys import LEASE
@@ -116,7 +116,7 @@ class Cluster:
 
         return [Schedule(self, r.id, r) for r in list_schedules(self.store)]
 
-    def wait_ready(self, workers: int = 1, timeout: float = 30.0) -> None:
+    def wait_ready(self, workers: int = 1, timeout: float = WAIT_READY_TIMEOUT_S) -> None:
         """Block until a scheduler is active and ``workers`` workers are registered."""
         deadline = time.monotonic() + timeout
         while len(live_capacity(self.store).workers) < workers or not self.store.r.exists(LEASE):
@@ -175,7 +175,7 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
     try:
         cluster = Cluster(settings, reachable(settings), sup)
         if wait:
-            cluster.wait_ready(workers, timeout=60)
+            cluster.wait_ready(workers, timeout=SETUP_READY_TIMEOUT_S)
     except BaseException:
         sup.stop()
         raise

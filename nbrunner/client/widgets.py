@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import ipywidgets as widgets
 
+from ..core.config import MONITOR_JOBS_SHOWN
 from ..core.errors import NbrunnerError
 from ..core.models import FINISHED, PRIORITY_MAX, PRIORITY_MIN, JobRecord, parse_time
 from .render import duration, latest_metric, totals_line
@@ -36,7 +37,6 @@ from .session import default_cluster
 # :class:`nbrunner.Job`), and the default cluster comes from :mod:`.session`.
 Cluster = Job = Any
 
-SHOWN = 1000  # the newest jobs a monitor lists (like GET /jobs)
 STATUS_COLORS = {"queued": "#b26b00", "running": "#1565c0", "completed": "#2e7d32", "failed": "#c62828",
                  "cancelled": "#616161"}
 BAR_STYLES = {"queued": "", "running": "info", "completed": "success", "failed": "danger", "cancelled": "warning"}
@@ -385,7 +385,7 @@ class JobsMonitor(_LiveWidget):
         owner, sweep = self.owner_filter, self.sweep_filter
         keep = None if owner is None and sweep is None else (
             lambda r: (owner is None or r.owner == owner) and (sweep is None or r.sweep == sweep))
-        records, _ = self.cluster.store.page(self.status_filter, SHOWN, where=keep)
+        records, _ = self.cluster.store.page(self.status_filter, MONITOR_JOBS_SHOWN, where=keep)
         records.sort(key=lambda r: (_created(r), r.id), reverse=True)
         self._last = records
         return records

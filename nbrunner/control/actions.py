@@ -11,6 +11,7 @@ import logging
 import shutil
 from typing import TYPE_CHECKING, Callable
 
+from ..core.config import RQ_FAILURE_TTL_S, RQ_RESULT_TTL_S
 from ..core.html import write_output_html
 from ..core.lifecycle import (Action, AppendTimeline, Enqueue, ForgetRun, FreeSlots, JobEvent, RemoveJob, RenderHtml,
                               StopRun, SyncSlots, Transition, WriteGrant)
@@ -71,8 +72,8 @@ def _enqueue(store: JobStore, job_id: str, action: Enqueue) -> None:
 
     queue(store, host_queue(action.host) if action.host else DEFAULT_QUEUE).enqueue_call(
         "nbrunner.execution.execute.run_job", args=(job_id, action.attempt),
-        job_id=rq_job_id(job_id, action.attempt), timeout=action.timeout_s, result_ttl=3600,
-        failure_ttl=24 * 3600, description=f"nbrunner job {job_id}",
+        job_id=rq_job_id(job_id, action.attempt), timeout=action.timeout_s, result_ttl=RQ_RESULT_TTL_S,
+        failure_ttl=RQ_FAILURE_TTL_S, description=f"nbrunner job {job_id}",
     )
 
 

@@ -14,12 +14,12 @@ confirm changes.
 from __future__ import annotations
 
 import json
-import os
 import time
 from typing import Iterable
 
 import redis
 
+from ..core.config import JOB_ID, REDIS_URL, SLOTLOG_MAXLEN
 from ..core.keys import PREFIX
 from ..core.lifecycle import AppendTimeline, Declare, Refused, SlotsHeld, TrainingOver
 from ..core.models import utcnow
@@ -77,7 +77,7 @@ def take(r: redis.Redis, job_id: str, slot: Slot) -> bool:
     if not r.hsetnx(HOLDINGS, slot_name(slot), job_id):
         return False
     r.xadd(SLOTLOG, {"t": time.time(), "job": job_id, "slot": slot_name(slot), "action": "grant"},
-           maxlen=100000, approximate=True)
+           maxlen=SLOTLOG_MAXLEN, approximate=True)
     return True
 
 
@@ -96,7 +96,7 @@ def release(r: redis.Redis, job_id: str, slots: Iterable[Slot], reason: str = "r
                     p.multi()
                     p.hdel(HOLDINGS, name)
                     p.xadd(SLOTLOG, {"t": time.time(), "job": job_id, "slot": name, "action": reason},
-                           maxlen=100000, approximate=True)
+                           maxlen=SLOTLOG_MAXLEN, approximate=True)
                     p.execute()
                     done.append(tuple(slot))
                     break
@@ -141,8 +141,8 @@ class GrantClient:
     """
 
     def __init__(self, job_id: str | None = None, url: str | None = None):
-        self.job_id = job_id or os.environ["NBRUNNER_JOB_ID"]
-        self.store = JobStore.from_url(url or os.environ["NBRUNNER_REDIS_URL"])
+        self.job_id = job_id or JOB_ID.required()
+        self.store = JobStore.from_url(url or REDIS_URL.required())
 
     def declare(self, min_gpus: int | None = None, max_gpus: int | None = None) -> None:
         self.store.transition(self.job_id, Declare(min_gpus=min_gpus, max_gpus=max_gpus))

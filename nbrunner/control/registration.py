@@ -2,23 +2,25 @@
 
 A worker keeps ``nbrunner:worker:<name>`` alive with a short TTL (its heartbeat) and
 lists its name in ``nbrunner:workers``; a worker killed with SIGKILL disappears within
-``WORKER_TTL`` seconds.  :func:`live_capacity` is what the scheduler, the client and a
+``NBRUNNER_WORKER_TTL`` seconds.  :func:`live_capacity` is what the scheduler, the client and a
 job's slot source read.
 """
 from __future__ import annotations
 
 import json
-import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.config import RENEWALS_PER_TTL, WORKER_TTL
 from ..core.keys import WORKERS, worker_key
 from ..core.placement import Slot
 from ..core.store import JobStore
 
-WORKER_TTL = float(os.environ.get("NBRUNNER_WORKER_TTL", "15"))
-HEARTBEAT_INTERVAL = WORKER_TTL / 5
+
+def heartbeat_interval() -> float:
+    """Seconds between a worker's heartbeats: ``RENEWALS_PER_TTL`` in each ``NBRUNNER_WORKER_TTL``."""
+    return WORKER_TTL.seconds() / RENEWALS_PER_TTL
 
 
 @dataclass
@@ -65,11 +67,11 @@ def live_capacity(store: JobStore) -> Capacity:
 
 
 def heartbeat(store: JobStore, name: str, registration: dict[str, Any]) -> bool:
-    """Register (or renew) worker ``name`` for ``WORKER_TTL`` seconds; True if it was not
+    """Register (or renew) worker ``name`` for ``NBRUNNER_WORKER_TTL`` seconds; True if it was not
     registered (it starts, or it comes back after its registration expired)."""
     with store.r.pipeline() as p:
         p.exists(worker_key(name))
-        p.set(worker_key(name), json.dumps(registration), px=int(WORKER_TTL * 1000))
+        p.set(worker_key(name), json.dumps(registration), px=int(WORKER_TTL.seconds() * 1000))
         p.sadd(WORKERS, name)
         existed, _, _ = p.execute()
     return not existed

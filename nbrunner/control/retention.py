@@ -4,41 +4,21 @@ a bounded batch at a time; a queued or running job is never touched."""
 from __future__ import annotations
 
 import logging
-import math
-import os
 import shutil
 import time
-from typing import Mapping
 
-from ..core.config import Settings
-from ..core.errors import InvalidRequest
+from ..core.config import RETENTION_BATCH, RETENTION_EVERY_S, Settings
 from ..core.indexes import finish_time
 from ..core.keys import ACTIVE, FINISHED_AT
 from ..core.quarantine import quarantine_key
 from ..core.store import JobStore
 from .grants import grant_key, timeline_key
 
-ENV_KEEP_DAYS = "NBRUNNER_KEEP_DAYS"
-EVERY_S = 10.0  # the scheduler expires at most one batch this often
-BATCH = 200  # jobs one batch may remove
 log = logging.getLogger("nbrunner.retention")
 
 
-def keep_days(environ: Mapping[str, str] = os.environ) -> float | None:
-    """``NBRUNNER_KEEP_DAYS`` as a number of days, or None when unset (keep everything)."""
-    raw = environ.get(ENV_KEEP_DAYS, "").strip()
-    if not raw:
-        return None
-    try:
-        days = float(raw)
-    except ValueError:
-        days = math.nan
-    if not math.isfinite(days) or days <= 0:
-        raise InvalidRequest(f"{ENV_KEEP_DAYS} must be a number of days > 0 (or unset to keep every job), got {raw!r}")
-    return days
-
-
-def expire(store: JobStore, settings: Settings, days: float, now: float | None = None, batch: int = BATCH) -> list[str]:
+def expire(store: JobStore, settings: Settings, days: float, now: float | None = None,
+           batch: int = RETENTION_BATCH) -> list[str]:
     """Remove up to ``batch`` jobs that finished more than ``days`` days before ``now``; returns their ids."""
     cutoff = (time.time() if now is None else now) - days * 86400
     removed = []
@@ -63,7 +43,7 @@ def expire(store: JobStore, settings: Settings, days: float, now: float | None =
 
 
 class Retention:
-    """The scheduler's rate-limited caller of :func:`expire`."""
+    """The scheduler's rate-limited caller of :func:`expire` (``days`` None: keep every job)."""
 
     def __init__(self, store: JobStore, settings: Settings, days: float | None):
         self.store, self.settings, self.days = store, settings, days
@@ -72,5 +52,5 @@ class Retention:
     def maybe_run(self) -> list[str]:
         if self.days is None or time.monotonic() < self._next:
             return []
-        self._next = time.monotonic() + EVERY_S
+        self._next = time.monotonic() + RETENTION_EVERY_S
         return expire(self.store, self.settings, self.days)

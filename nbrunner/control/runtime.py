@@ -7,26 +7,23 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
 
-ENV_JOB_ID = "NBRUNNER_JOB_ID"
-ENV_JOB_DIR = "NBRUNNER_JOB_DIR"
-ENV_REDIS_URL = "NBRUNNER_REDIS_URL"
+from ..core.config import JOB_DIR, JOB_ID, REDIS_URL
 
 _store = None
 
 
 def job_id() -> str | None:
     """The id of the job this process belongs to, or None outside a job."""
-    return os.environ.get(ENV_JOB_ID) or None
+    return JOB_ID.text()
 
 
 def job_dir() -> Path | None:
     """``runs/<job-id>/`` of the running job, or None outside a job."""
-    d = os.environ.get(ENV_JOB_DIR)
+    d = JOB_DIR.text()
     return Path(d) if d else None
 
 
@@ -36,7 +33,7 @@ def job_store():
     if _store is None:
         from ..core.store import JobStore
 
-        _store = JobStore.from_url(os.environ[ENV_REDIS_URL])
+        _store = JobStore.from_url(REDIS_URL.required())
     return _store
 
 
@@ -61,7 +58,7 @@ def report(progress: float | None = None, metrics: dict[str, Any] | None = None,
         line.update({k: _scalar(v) for k, v in extra.items()})
         with open(d / "metrics.jsonl", "a") as f:
             f.write(json.dumps(line) + "\n")
-    if ENV_REDIS_URL in os.environ:
+    if REDIS_URL.text() is not None:
         import redis
 
         from ..core.lifecycle import Progress, Refused

@@ -31,7 +31,8 @@ from rq.job import Job as RqJob
 
 from ..core.accounts import AccountTree
 from ..core.allocate import allocate
-from ..core.config import JOB_GRACE_S, Settings
+from ..core.config import (JOB_GRACE_S, KEEP_DAYS, LEASE_TTL, RENEWALS_PER_TTL, SCHEDULER_INTERVAL_S, STRANDED_AFTER_S,
+                           Settings, check)
 from ..core.keys import ACTIVE, LEASE, POLICY, job_key
 from ..core.lifecycle import Dispatch, Position, Preempt, Refused, SetAccount, Shrunk, Undispatch, WorkerLost
 from ..core.models import JobRecord, utcnow
@@ -42,14 +43,12 @@ from ..core.shares import account_shares
 from ..core.store import JobStore
 from . import accounts, grants
 from .actions import advance, carry_out
-from .retention import Retention, keep_days
+from .retention import Retention
 from .queues import queue, rq_connection, rq_job_id
 from .registration import Capacity, live_capacity
 from .schedules import fire_due
 from .sweeps import advance_sweeps
 
-LEASE_TTL = float(os.environ.get("NBRUNNER_LEASE_TTL", "5"))
-STRANDED_AFTER_S = 10.0  # a dispatched rq job "queued" in no queue this long was dropped by its worker
 log = logging.getLogger("nbrunner.scheduler")
 
 _RENEW = """
@@ -58,6 +57,11 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
+
+
+def lease_ms() -> int:
+    """The lease's TTL in milliseconds (``NBRUNNER_LEASE_TTL``, read at each renewal)."""
+    return int(LEASE_TTL.seconds() * 1000)
 
 
 @contextmanager
@@ -132,7 +136,9 @@ def placeable(store: JobStore, live: list[JobRecord], total: int, policy: str, t
 class Scheduler:
     """The allocator loop (see module docstring)."""
 
-    def __init__(self, settings: Settings, policy: str | None = None, interval: float = 1.0, name: str | None = None):
+    def __init__(self, settings: Settings, policy: str | None = None, interval: float = SCHEDULER_INTERVAL_S,
+                 name: str | None = None):
+        check((LEASE_TTL,))  # a bad value stops the scheduler here, not in every pass
         self.settings = settings
         self.store = JobStore.from_url(settings.url)
         self.r = self.store.r
@@ -143,7 +149,7 @@ class Scheduler:
         self._renew = self.r.register_script(_RENEW)
         self._next_fire = None  # the earliest fire time of a schedule: the loop wakes for it
         self._next_expiry: float | None = None  # monotonic time the first worker registration expires
-        self.retention = Retention(self.store, settings, keep_days())
+        self.retention = Retention(self.store, settings, KEEP_DAYS.days())
         if policy:
             self.r.set(POLICY, policy)
         elif not self.r.exists(POLICY):
@@ -155,14 +161,14 @@ class Scheduler:
 
     # ---- lease ------------------------------------------------------------------
     def acquire(self) -> bool:
-        if self.r.set(LEASE, self.name, nx=True, px=int(LEASE_TTL * 1000)):
+        if self.r.set(LEASE, self.name, nx=True, px=lease_ms()):
             log.info("scheduler %s is active", self.name)
             self.store.emit("scheduler", name=self.name)
             return True
-        return bool(self._renew(keys=[LEASE], args=[self.name, int(LEASE_TTL * 1000)]))
+        return bool(self._renew(keys=[LEASE], args=[self.name, lease_ms()]))
 
     def renew(self) -> bool:
-        return bool(self._renew(keys=[LEASE], args=[self.name, int(LEASE_TTL * 1000)]))
+        return bool(self._renew(keys=[LEASE], args=[self.name, lease_ms()]))
 
     def run(self) -> None:
         """Run until :meth:`stop` (or SIGTERM): standby until the lease is ours, then schedule."""
@@ -172,7 +178,7 @@ class Scheduler:
         while not self.stopping.is_set():
             try:
                 if not self.acquire():
-                    self.stopping.wait(min(1.0, LEASE_TTL / 5))
+                    self.stopping.wait(min(SCHEDULER_INTERVAL_S, LEASE_TTL.seconds() / RENEWALS_PER_TTL))
                     continue
                 if not indexed:
                     self.store.reindex()  # records written before the status indexes existed, once

@@ -21,9 +21,9 @@ from typing import Any, Callable
 
 import redis
 
-from ..core.config import Settings
+from ..core.config import EVENTS_MAXLEN, Settings
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound, one_line
-from ..core.keys import EVENTS, EVENTS_MAXLEN, SCHEDULES, schedule_key
+from ..core.keys import EVENTS, SCHEDULES, schedule_key
 from ..core.models import parse_time
 from ..core.schedules import EDITABLE, ScheduleRecord, ScheduleSpec, is_due, iso, next_fire
 from ..core.store import JobStore

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..core.config import Settings
+from ..core.config import CHECKED_NOTEBOOKS_BYTES, MAX_NOTEBOOK_BYTES, PURGE_WAIT_S, RETRIES, Settings
 from ..core.errors import Conflict, InvalidRequest
 from ..core.lifecycle import CancelRequested, Purge, Refused, SetPriority, submitted, transition
 from ..core.models import JobRecord, JobRequest, utcnow
@@ -28,8 +28,11 @@ if TYPE_CHECKING:  # imported on first use: the CLI's read commands and a plain 
     import nbformat
 
 ID_ALPHABET = string.ascii_lowercase + string.digits
-MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
-DEFAULT_RETRIES = int(os.environ.get("NBRUNNER_RETRIES", "2"))
+
+
+def retries(req: JobRequest) -> int:
+    """The re-runs a job gets: its request's ``retries``, else ``NBRUNNER_RETRIES`` (read now)."""
+    return RETRIES.count() if req.retries is None else req.retries
 
 
 def new_id() -> str:
@@ -77,9 +80,9 @@ class Checked(NamedTuple):
 
 
 # Checked notebooks by (path, inode, size, mtime, ctime): a notebook submitted again and again
-# (a sweep, a schedule, a burst of REST submits) is parsed and validated once.
+# (a sweep, a schedule, a burst of REST submits) is parsed and validated once; the oldest go
+# first past CHECKED_NOTEBOOKS_BYTES of files.
 _CHECKED: OrderedDict[tuple, Checked] = OrderedDict()
-_CHECKED_BYTES = 16 * 1024 * 1024  # of notebook files kept (the oldest go first)
 _checked_lock = threading.Lock()
 
 
@@ -110,7 +113,7 @@ def check_notebook(path: Path, shown: str) -> Checked:
     checked = Checked(nb, text if text.endswith("\n") else text + "\n", uses_grants(nb))
     with _checked_lock:
         _CHECKED[key] = checked
-        while sum(k[2] for k in _CHECKED) > _CHECKED_BYTES and len(_CHECKED) > 1:
+        while sum(k[2] for k in _CHECKED) > CHECKED_NOTEBOOKS_BYTES and len(_CHECKED) > 1:
             _CHECKED.popitem(last=False)
     return checked
 
@@ -266,7 +269,7 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Check
             language=req.language,
             cwd=cwd,
             report_mode=req.report_mode,
-            retries=DEFAULT_RETRIES if req.retries is None else req.retries,
+            retries=retries(req),
             elastic=checked.elastic,
         ))
         (job_dir / "job.json").write_text(json.dumps(record.to_dict(), indent=1))
@@ -298,9 +301,6 @@ def rerun(store: JobStore, settings: Settings, job_id: str, parameters: Any = No
     checked = check_notebook(snapshot, f"the input of job {job_id}")
     cwd = resolve_cwd(settings, old.cwd) if old.cwd else None
     return _record(store, settings, req, checked, old.notebook, old.name, cwd, owner, groups)
-
-
-PURGE_WAIT_S = 10.0  # how long a purge waits for a just-finished job's worker to let it go
 
 
 def purge(store: JobStore, settings: Settings, job_id: str, wait: float = PURGE_WAIT_S) -> None:

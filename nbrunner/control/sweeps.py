@@ -26,7 +26,7 @@ from typing import Any, Iterable
 
 import redis
 
-from ..core.config import Settings
+from ..core.config import SWEEP_LOCK_TTL_S, SWEEP_LOCK_WAIT_S, Settings
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound
 from ..core.keys import PREFIX, job_key
 from ..core.lifecycle import Refused, StoppedEarly
@@ -42,7 +42,6 @@ log = logging.getLogger("nbrunner.sweeps")
 
 SWEEPS = PREFIX + "sweeps"                 # sorted set: sweep id -> creation time
 ACTIVE_SWEEPS = PREFIX + "sweeps:active"   # sweeps advance_sweeps still looks after
-LOCK_TTL_MS = 30_000
 JOB_OPTIONS = ("name", "min_gpus", "max_gpus", "priority", "timeout", "kernel")
 
 
@@ -90,7 +89,7 @@ class _Lock:
     def acquire(self, wait: float = 0.0) -> bool:
         deadline = time.monotonic() + wait
         while True:
-            if self.r.set(self.key, self.token, nx=True, px=LOCK_TTL_MS):
+            if self.r.set(self.key, self.token, nx=True, px=int(SWEEP_LOCK_TTL_S * 1000)):
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -389,7 +388,7 @@ def stop_trial(store: JobStore, settings: Settings, job_id: str, rung: int, metr
 def cancel_sweep(store: JobStore, sweep_id: str, settings: Settings | None = None) -> SweepRecord:
     """Cancel the trials not submitted yet and every unfinished trial job."""
     lock = _Lock(store, sweep_id)
-    if not lock.acquire(wait=10):
+    if not lock.acquire(wait=SWEEP_LOCK_WAIT_S):
         raise Conflict(f"sweep {sweep_id} is busy, try again")
     try:
         rec = get_record(store, sweep_id)

@@ -46,16 +46,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from .config import MAX_ACCOUNT_GPUS, MAX_STRING_CHARS, MAX_TIMEOUT_S, MAX_WEIGHT, RECLAIM_AFTER_S
 from .errors import InvalidRequest
-from .limits import MAX_STRING_CHARS, MAX_TIMEOUT_S, YamlList, YamlMap, load_yaml, read_limited, short
+from .limits import YamlList, YamlMap, load_yaml, read_limited, short
 
 __all__ = ["Account", "AccountTree", "parse_accounts", "read_accounts", "accounts_tree", "DEFAULT",
            "RECLAIM_AFTER_S", "MAX_WEIGHT"]
 
 DEFAULT = "default"
-RECLAIM_AFTER_S = 30.0
-MAX_WEIGHT = 1_000_000
-MAX_GPUS = 2**31 - 1
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 _ROOT_KEYS = ("accounts", "default", "reclaim_after")
 _ACCOUNT_KEYS = ("name", "weight", "guaranteed", "limit", "members", "accounts")
@@ -249,7 +247,7 @@ class _Reader:
         if key not in d or (key == "limit" and d[key] is None):
             return absent
         v = d[key]
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_GPUS:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_ACCOUNT_GPUS:
             none = " or null" if key == "limit" else ""
             self.fail(d, key, label, f"{key} must be a whole number of GPUs >= 0{none}, got {short(v)}")
         return v

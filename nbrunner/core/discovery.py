@@ -22,10 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .config import ENV_REDIS_URL, ENV_WORKSPACE, Settings, redact
+from .config import REDIS_URL, RUNTIME_DIR, WORKSPACE, Settings, redact
 from .errors import NoCluster
-
-ENV_RUNTIME_DIR = "NBRUNNER_RUNTIME_DIR"
 
 
 class AmbiguousCluster(NoCluster):
@@ -33,8 +31,9 @@ class AmbiguousCluster(NoCluster):
 
 
 def runtime_dir() -> Path:
-    if os.environ.get(ENV_RUNTIME_DIR):
-        return Path(os.environ[ENV_RUNTIME_DIR]).expanduser()
+    configured = RUNTIME_DIR.text()
+    if configured:
+        return Path(configured).expanduser()
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isdir(xdg):
         return Path(xdg) / "nbrunner"
@@ -130,7 +129,7 @@ def _within(path: Path, root: Path) -> bool:
 
 def resolve(workspace: str | os.PathLike | None = None, cwd: Path | None = None) -> Settings:
     """The settings of the cluster a command means (see the module docstring)."""
-    if workspace is not None or os.environ.get(ENV_REDIS_URL) or os.environ.get(ENV_WORKSPACE):
+    if workspace is not None or REDIS_URL.text() or WORKSPACE.text():
         return Settings.load(workspace)
     here = Path(cwd or os.getcwd()).resolve()
     default = Settings.load(here)

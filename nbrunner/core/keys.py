@@ -6,17 +6,17 @@ read and write a key import its name from here; grants keep theirs in
 """
 from __future__ import annotations
 
+from .config import LEARNER_STATUS_TTL_S  # noqa: F401 - the learner agent and cluster_slots import it from here
+
 PREFIX = "nbrunner:"
 JOBS = PREFIX + "jobs"  # sorted set of job ids by creation time
 EVENTS = PREFIX + "events"  # stream of job and cluster events
-EVENTS_MAXLEN = 20000  # events kept in the stream (approximately)
 ACTIVE = PREFIX + "active"  # jobs the scheduler still looks after
 FINISHED_AT = PREFIX + "finished"  # sorted set of finished job ids by finish time (for retention)
 INDEXED = PREFIX + "jobs:indexed"  # version of the status indexes the records were indexed into
 LEASE = PREFIX + "scheduler"  # the active scheduler's lease ("<host>.<pid>", with a TTL)
 POLICY = PREFIX + "policy"  # the allocation policy the active scheduler applies
 WORKERS = PREFIX + "workers"  # names of registered workers (each with a heartbeat key)
-LEARNER_STATUS_TTL_S = 3600  # how long a learner's status key outlives its last change
 
 
 def job_key(job_id: str) -> str:

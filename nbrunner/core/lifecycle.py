@@ -30,8 +30,8 @@ from typing import Any, Union
 
 import msgspec
 
+from .config import MAX_TIMEOUT_S
 from .errors import Conflict
-from .limits import MAX_TIMEOUT_S
 from .models import JobPhase, JobRecord, JobStatus, check_priority
 
 QUEUED, RUNNING, COMPLETED, FAILED, CANCELLED = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.COMPLETED,

@@ -2,7 +2,8 @@
 
 One user's request must never stall the cluster: whatever is accepted here can be stored,
 read back, scheduled and run. Every check raises :class:`~nbrunner.core.errors.InvalidRequest`
-with a one-line message naming the field and the limit (the limits are listed in the README).
+with a one-line message naming the field and the limit (the values are in :mod:`.config`, the
+README lists them).
 """
 from __future__ import annotations
 
@@ -10,17 +11,12 @@ import keyword
 import sys
 from typing import Any
 
+from .config import (MAX_BODY_DEPTH, MAX_DEPTH, MAX_PARAMETERS_BYTES, MAX_STRING_CHARS, MAX_TIMEOUT_S,
+                     MAX_YAML_BYTES, MAX_YAML_DEPTH)
 from .errors import InvalidRequest
 
 MAX_INT64 = 2**63 - 1
 MIN_INT64 = -(2**63)
-MAX_DEPTH = 32                     # nesting of a parameter value (lists/objects inside each other)
-MAX_PARAMETERS_BYTES = 256 * 1024  # the parameters of one job, as JSON
-MAX_BODY_DEPTH = 64                # nesting of a REST request body
-MAX_TIMEOUT_S = 30 * 24 * 3600     # a job's wall time: 30 days
-MAX_YAML_BYTES = 64 * 1024         # a YAML parameters file or sweep spec
-MAX_YAML_DEPTH = 64                # nesting of a YAML document
-MAX_STRING_CHARS = 4096            # notebook path, name, kernel
 
 
 def depth(value: Any) -> int:

@@ -16,8 +16,9 @@ from typing import Any
 
 import msgspec
 
+from .config import MAX_TIMEOUT_S, RETRIES_DEFAULT
 from .errors import InvalidRequest
-from .limits import MAX_INT64, MAX_TIMEOUT_S, check_request
+from .limits import MAX_INT64, check_request
 
 
 class JobStatus(str, Enum):
@@ -59,7 +60,6 @@ _FINISHED = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLE
 STATUSES = tuple(s.value for s in JobStatus)
 FINISHED = tuple(s.value for s in JobStatus if s.finished)
 PRIORITY_MIN, PRIORITY_MAX, PRIORITY_DEFAULT = 1, 10000, 5000
-RETRIES_DEFAULT = 2  # re-runs after a lost worker or a killed kernel (NBRUNNER_RETRIES overrides it at submit)
 
 # Fields of the public job record (the README's job record), in display order.
 PUBLIC_FIELDS = (

@@ -15,9 +15,10 @@ from typing import Any
 
 import redis
 
+from .config import EVENTS_MAXLEN
 from .errors import one_line
 from .indexes import index_status
-from .keys import ACTIVE, EVENTS, EVENTS_MAXLEN, JOBS, PREFIX, job_key
+from .keys import ACTIVE, EVENTS, JOBS, PREFIX, job_key
 from .lifecycle import Quarantine, Refused, Transition, submitted, transition
 from .models import JobRecord, parse_time, utcnow
 

@@ -18,14 +18,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .config import MAX_CRON_CHARS, MAX_EVERY_S
 from .errors import InvalidRequest
 from .limits import check_request
 from .models import PRIORITY_DEFAULT, JobRequest, parse_time, utcnow
 
 Overlap = Literal["skip", "queue"]
 CRON_ALIASES = ("@hourly", "@daily", "@midnight", "@weekly", "@monthly")
-MAX_EVERY_S = 366 * 24 * 3600
-MAX_CRON_CHARS = 200
 # the job options a schedule passes to each run
 JOB_OPTIONS = ("name", "min_gpus", "max_gpus", "priority", "timeout")
 # fields a PATCH may change

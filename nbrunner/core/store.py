@@ -23,15 +23,15 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .config import Settings, redact
+from .config import (EVENTS_MAXLEN, EVENTS_READ_BATCH, PAGE_READ_BATCH, PAGE_SCAN_MAX, REDIS_CONNECT_TIMEOUT_S,
+                     REDIS_HEALTH_CHECK_S, REDIS_URL, Settings, redact)
 from .errors import InvalidRequest, NoCluster, NotFound
 from .indexes import finish_time, index_status
-from .keys import ACTIVE, EVENTS, EVENTS_MAXLEN, FINISHED_AT, INDEXED, JOBS, job_key, status_index
+from .keys import ACTIVE, EVENTS, FINISHED_AT, INDEXED, JOBS, job_key, status_index
 from .lifecycle import JobEvent, Purge, Transition, submitted, transition
 from .models import STATUSES, JobRecord
 
 INDEX_VERSION = "1"
-PAGE_SCAN_MAX = 20000  # records one filtered page may read before it returns what it found
 
 # Up to ARGV[1] members of the sorted set KEYS[1], newest first, with their scores and records
 # (ARGV[3] .. id), as a flat list.  With a cursor score ARGV[2], the members of that very score
@@ -127,12 +127,12 @@ def connect(url: str, **kwargs: Any) -> redis.Redis:
     """A redis-py client for a ``redis://``, ``rediss://`` or ``unix://`` URL."""
     kwargs = {**DRIVER_INFO, **kwargs}
     kwargs.setdefault("decode_responses", True)
-    kwargs.setdefault("health_check_interval", 10)
-    kwargs.setdefault("socket_connect_timeout", 5)
+    kwargs.setdefault("health_check_interval", REDIS_HEALTH_CHECK_S)
+    kwargs.setdefault("socket_connect_timeout", REDIS_CONNECT_TIMEOUT_S)
     try:
         return redis.Redis.from_url(url, **kwargs)
     except ValueError as exc:
-        raise NoCluster(f"invalid NBRUNNER_REDIS_URL {redact(url)!r}: {exc}") from None
+        raise NoCluster(f"invalid {REDIS_URL.name} {redact(url)!r}: {exc}") from None
 
 
 def ping(socket_path: Path, timeout: float = 0.5) -> bool:
@@ -158,7 +158,7 @@ def reachable(settings: Settings) -> JobStore:
         store.r.ping()
     except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
         raise NoCluster(f"cannot reach Redis at {redact(settings.url)} ({exc.__class__.__name__}): "
-                        "start a cluster with `nbrunner up` or fix NBRUNNER_REDIS_URL") from None
+                        f"start a cluster with `nbrunner up` or fix {REDIS_URL.name}") from None
     except redis.AuthenticationError:
         raise NoCluster(f"Redis at {redact(settings.url)} refused the credentials") from None
     return store
@@ -261,11 +261,11 @@ class JobStore:
         scanned = 0
         while need is None or len(out) < need:
             if need is None:
-                size = 1000
+                size = PAGE_READ_BATCH
             elif where is None:
-                size = min(1000, need - len(out))
+                size = min(PAGE_READ_BATCH, need - len(out))
             else:  # filtered: read ahead, but never past the scan budget
-                size = min(1000, PAGE_SCAN_MAX - scanned)
+                size = min(PAGE_READ_BATCH, PAGE_SCAN_MAX - scanned)
             batch = self._after(key, pos, size)
             if not batch:
                 break
@@ -410,7 +410,7 @@ class JobStore:
 
     def wait_events(self, after: str, timeout: float) -> tuple[str, list[dict[str, str]]]:
         """Block up to ``timeout`` seconds for events after ``after``; returns (last id, events)."""
-        got = self.r.xread({EVENTS: after}, block=max(1, int(timeout * 1000)), count=1000)
+        got = self.r.xread({EVENTS: after}, block=max(1, int(timeout * 1000)), count=EVENTS_READ_BATCH)
         events: list[dict[str, str]] = []
         for _stream, entries in got or []:
             for eid, fields in entries:

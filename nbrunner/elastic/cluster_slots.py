@@ -18,6 +18,7 @@ import time
 import uuid
 from typing import Optional
 
+from ..core.config import HOST, HOST_ADDR, JOB_DIR, JOB_ID, LEARNER_START_TIMEOUT_S
 from ..control import runtime
 from ..control.grants import GrantClient
 from ..control.registration import is_alive, live_capacity
@@ -27,12 +28,11 @@ from .launcher import LocalLauncher, learner_command
 from .slots import LocalSlots, Slot
 
 log = logging.getLogger("nbrunner.learners")
-START_TIMEOUT_S = 30.0  # a learner request no worker claimed by then is cancelled
 
 
 def host_addr() -> str:
     """The address other hosts reach this host at (``NBRUNNER_HOST_ADDR``; loopback by default)."""
-    return os.environ.get("NBRUNNER_HOST_ADDR") or "127.0.0.1"
+    return HOST_ADDR.text() or "127.0.0.1"
 
 
 class ClusterSlots:
@@ -105,7 +105,7 @@ class ClusterSlots:
 def cluster_slot_source(max_gpus: Optional[int] = None, min_gpus: int = 1, job_id: Optional[str] = None):
     """The factory ElasticTrainer calls inside a job (``NBRUNNER_SLOT_SOURCE``).  A job submitted
     without GPUs (max 0) trains with one local CPU learner, as outside the cluster."""
-    job_id = job_id or os.environ["NBRUNNER_JOB_ID"]
+    job_id = job_id or JOB_ID.required()
     if runtime.job_store().get(job_id).max_gpus == 0:
         return LocalSlots(1, devices="cpu")
     return ClusterSlots(job_id, max_gpus, min_gpus)
@@ -120,7 +120,7 @@ class ClusterLauncher:
     def __init__(self, store: JobStore):
         self.store = store
         self.local = LocalLauncher()
-        self.host = os.environ.get("NBRUNNER_HOST") or socket.gethostname()
+        self.host = HOST.text() or socket.gethostname()
         self.master_addr = host_addr()
 
     def launch(self, spec):
@@ -146,12 +146,12 @@ class RemoteLearner:
         self.worker: Optional[str] = None
 
     @classmethod
-    def start(cls, store: JobStore, spec, timeout: float = START_TIMEOUT_S) -> "RemoteLearner":
+    def start(cls, store: JobStore, spec, timeout: float = LEARNER_START_TIMEOUT_S) -> "RemoteLearner":
         handle = cls(store, f"{spec.learner_id}-{uuid.uuid4().hex[:8]}", time.monotonic() + timeout)
         env = {k: str(v) for k, v in spec.env.items()}
-        for key in ("NBRUNNER_JOB_ID", "NBRUNNER_JOB_DIR"):
-            if key in os.environ:
-                env[key] = os.environ[key]
+        for var in (JOB_ID, JOB_DIR):
+            if var.raw() is not None:
+                env[var.name] = var.raw()
         env["CUDA_VISIBLE_DEVICES"] = str(spec.slot.gpu_index) if spec.slot.is_gpu else ""
         request = {"learner": handle.learner, "argv": learner_command(spec)[1:], "env": env,
                    "log": str(spec.log_path) if spec.log_path else None}

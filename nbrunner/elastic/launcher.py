@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Protocol, runtime_checkable
 
+from ..core.config import ELASTIC_STANDBY
 from .slots import Slot
 
 __all__ = ["LearnerSpec", "LearnerHandle", "Launcher", "LocalLauncher", "learner_command"]
@@ -137,7 +138,7 @@ class LocalLauncher:
         env.update({k: str(v) for k, v in spec.env.items()})
         env.setdefault("PYTHONUNBUFFERED", "1")
         if spec.slot is None:
-            env["NBRUNNER_ELASTIC_STANDBY"] = "1"  # the learner picks its GPU when it is assigned
+            env[ELASTIC_STANDBY.name] = "1"  # the learner picks its GPU when it is assigned
         elif spec.slot.is_gpu:
             env["CUDA_VISIBLE_DEVICES"] = str(spec.slot.gpu_index)
         else:

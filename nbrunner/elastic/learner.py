@@ -38,7 +38,8 @@ from typing import NamedTuple, Optional, Union
 import torch
 import torch.distributed as dist
 
-from ..core.config import ENV_LEARNER_LOADED
+from ..core.config import (ELASTIC_CPUS, ELASTIC_DEVICE, ELASTIC_STANDBY, ELASTIC_STORE_TIMEOUT, ELASTIC_SYSPATH,
+                           ELASTIC_THREADS, LEARNER_LOADED)
 from .batches import StepBatches
 from .checkpoints import CheckpointWriter
 from .group import GenerationGroup
@@ -60,9 +61,9 @@ def _is_comm_error(e: BaseException) -> bool:
 
 
 def _usable_cpus() -> int:
-    fixed = os.environ.get("NBRUNNER_ELASTIC_CPUS")
+    fixed = ELASTIC_CPUS.count()
     if fixed:
-        return max(1, int(fixed))
+        return max(1, fixed)
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:
@@ -102,7 +103,7 @@ class Learner:
         print(f"[{time.strftime('%H:%M:%S')} learner {self.lid}] {msg}", flush=True)
 
     def connect(self) -> None:
-        t = float(os.environ.get("NBRUNNER_ELASTIC_STORE_TIMEOUT", "60"))
+        t = ELASTIC_STORE_TIMEOUT.seconds()
         self.link = DriverLink.connect(self.addr, self.port, self.lid, t)
 
     def load(self) -> "_Loaded":
@@ -110,7 +111,7 @@ class Learner:
         import cloudpickle
 
         before = set(sys.modules)
-        for p in reversed([p for p in os.environ.get("NBRUNNER_ELASTIC_SYSPATH", "").split(os.pathsep) if p]):
+        for p in reversed([p for p in (ELASTIC_SYSPATH.text() or "").split(os.pathsep) if p]):
             if p not in sys.path:
                 sys.path.append(p)
         payload = cloudpickle.loads(self.link.payload())
@@ -132,7 +133,7 @@ class Learner:
         import torch._dynamo  # noqa: F401
         from torch.nn.parallel import DistributedDataParallel  # noqa: F401
 
-        torch.set_num_threads(max(1, int(os.environ.get("NBRUNNER_ELASTIC_THREADS", "1"))))
+        torch.set_num_threads(max(1, ELASTIC_THREADS.count()))
         imported = [m for m in sys.modules
                     if m not in before and not any(part.startswith("_") for part in m.split("."))]
         return _Loaded(t_payload, t_data, batches, imported)
@@ -140,7 +141,7 @@ class Learner:
     def tell_loaded(self, imported: list[str]) -> None:
         """Tell the worker's learner agent that started this learner (if one did) that it has
         loaded, and which modules that imported: its warm interpreters import them ahead."""
-        path = os.environ.get(ENV_LEARNER_LOADED)
+        path = LEARNER_LOADED.text()
         if not path:
             return
         try:
@@ -157,14 +158,14 @@ class Learner:
         slot = self.link.wait_assignment()
         if slot.get("gpu") is not None:
             os.environ["CUDA_VISIBLE_DEVICES"] = str(slot["gpu"])
-            os.environ["NBRUNNER_ELASTIC_DEVICE"] = "cuda"
+            os.environ[ELASTIC_DEVICE.name] = "cuda"
         else:
-            os.environ["NBRUNNER_ELASTIC_DEVICE"] = "cpu"
+            os.environ[ELASTIC_DEVICE.name] = "cpu"
 
     def bind(self, loaded: "_Loaded") -> None:
         """Device-dependent setup, then tell the driver this learner can join."""
         device = torch.device("cpu")
-        if os.environ.get("NBRUNNER_ELASTIC_DEVICE", "cpu") == "cuda":
+        if ELASTIC_DEVICE.text() == "cuda":
             torch.cuda.set_device(0)
             device = torch.device("cuda", 0)
         self.state.bind(device, bool(self.cfg.get("sync_batchnorm")))
@@ -199,7 +200,7 @@ class Learner:
         self.connect()
         loaded = self.load()
         self.tell_loaded(loaded.imported)
-        if os.environ.get("NBRUNNER_ELASTIC_STANDBY"):
+        if ELASTIC_STANDBY.flag():
             self.wait_assignment()
         self.bind(loaded)
         plan = self.wait_plan()

@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..core.config import (ELASTIC_DEVICE, ELASTIC_STORE_TIMEOUT, ELASTIC_SYSPATH, LEARNER_KILL_AFTER_S,
+                           LEARNER_LEAVE_GRACE_S)
 from .launcher import LearnerSpec
 from .options import TrainOptions
 from .protocol import Rendezvous
@@ -19,8 +21,6 @@ from .slots import Slot
 # one that has not after this long (stuck in a destructor, a lost message...) is stopped,
 # so that its slot is confirmed released promptly.  A learner finishing a checkpoint write
 # says so ("busy") and gets up to the collective ``timeout`` instead.
-LEAVE_GRACE_S = 2.0
-KILL_AFTER_S = 3.0   # after terminate(), before kill()
 
 
 def tail(path, n: int = 40) -> str:
@@ -153,9 +153,9 @@ class LearnerPool:
         self._next_seq += 1
         lid = f"L{self._next_seq}"
         log_path = self._logs_dir / f"learner-{self._run_tag}-{lid}.log"
-        env = {"NBRUNNER_ELASTIC_SYSPATH": self._sys_path,
-               "NBRUNNER_ELASTIC_DEVICE": "cuda" if (slot is not None and slot.is_gpu) else "cpu",
-               "NBRUNNER_ELASTIC_STORE_TIMEOUT": str(max(30.0, self.options.timeout))}
+        env = {ELASTIC_SYSPATH.name: self._sys_path,
+               ELASTIC_DEVICE.name: "cuda" if (slot is not None and slot.is_gpu) else "cpu",
+               ELASTIC_STORE_TIMEOUT.name: str(max(30.0, self.options.timeout))}
         spec = LearnerSpec(learner_id=lid, slot=slot, master_addr=self._master_addr, master_port=self.rendezvous.port,
                            log_path=log_path, env=env)
         handle = self.launcher.launch(spec)
@@ -238,7 +238,7 @@ class LearnerPool:
             if not L.alive:
                 continue
             if L.t_stop is not None:
-                if not L.killed and now - L.t_stop > KILL_AFTER_S:
+                if not L.killed and now - L.t_stop > LEARNER_KILL_AFTER_S:
                     L.killed = True
                     L.handle.kill()
                 continue
@@ -249,7 +249,7 @@ class LearnerPool:
                 continue
             if L.t_left is None:
                 L.t_left = now
-            elif now - L.t_left > (max(LEAVE_GRACE_S, self.options.timeout) if L.busy else LEAVE_GRACE_S):
+            elif now - L.t_left > (max(LEARNER_LEAVE_GRACE_S, self.options.timeout) if L.busy else LEARNER_LEAVE_GRACE_S):
                 self.stop(L)
 
     def stop_granting(self) -> None:

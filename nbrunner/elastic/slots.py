@@ -43,6 +43,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence, runtime_checkable
 
+from ..core.config import SLOT_SOURCE
 __all__ = [
     "Slot",
     "SlotSource",
@@ -215,7 +216,6 @@ class ScriptedSlots:
 
 SlotSourceFactory = Callable[..., SlotSource]
 _factory: Optional[SlotSourceFactory] = None
-ENV_SLOT_SOURCE = "NBRUNNER_SLOT_SOURCE"
 
 
 def register_slot_source_factory(factory: Optional[SlotSourceFactory]) -> None:
@@ -226,12 +226,12 @@ def register_slot_source_factory(factory: Optional[SlotSourceFactory]) -> None:
 
 
 def _env_factory() -> Optional[SlotSourceFactory]:
-    spec = os.environ.get(ENV_SLOT_SOURCE)
+    spec = SLOT_SOURCE.text()
     if not spec:
         return None
     mod, _, attr = spec.partition(":")
     if not attr:
-        raise ValueError(f"{ENV_SLOT_SOURCE} must look like 'package.module:factory', got {spec!r}")
+        raise ValueError(f"{SLOT_SOURCE.name} must look like 'package.module:factory', got {spec!r}")
     return getattr(importlib.import_module(mod), attr)
 
 

@@ -46,6 +46,7 @@ import uuid
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
+from ..core.config import ELASTIC_KEEP_LOGS
 from ..control import runtime
 from . import model_io
 from .generations import GenerationPlanner
@@ -220,7 +221,7 @@ class _Run:
             except Exception:
                 pass
             self.rendezvous.close()
-            if own_logs and ok and not os.environ.get("NBRUNNER_ELASTIC_KEEP_LOGS"):
+            if own_logs and ok and not ELASTIC_KEEP_LOGS.flag():
                 shutil.rmtree(logs_dir, ignore_errors=True)
         return self.recorder.end(time.monotonic() - t0)
 

@@ -9,6 +9,7 @@ from typing import Optional, Union
 import torch
 import torch.distributed as dist
 
+from ..core.config import LEARNER_STALLED_S
 from .batches import StepBatches, batch_len
 from .checkpoints import FORMAT, CheckpointWriter
 from .group import GenerationGroup
@@ -16,7 +17,6 @@ from .protocol import LearnerExit, Plan, Poller, step_seed
 from .state import LearnerState
 from .switch import SwitchAgreement
 
-STALLED_S = 0.5  # no step for this long in an abandoned generation: its collective is stuck
 
 
 class TrainingLoop:
@@ -36,7 +36,7 @@ class TrainingLoop:
 
     def stalled(self) -> bool:
         """No step ended for a while (a learner making steps reaches a newer plan by itself)."""
-        return self.t_last_step is None or time.time() - self.t_last_step >= STALLED_S
+        return self.t_last_step is None or time.time() - self.t_last_step >= LEARNER_STALLED_S
 
     def train(self, plan: Plan, rank: int, group: GenerationGroup) -> Union[str, int]:
         """Train in generation ``plan`` until the run is done (``"done"``) or the learners

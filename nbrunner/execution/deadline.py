@@ -3,7 +3,7 @@
 :class:`Deadline` runs beside papermill in the work horse: when the job's time is up it
 interrupts the kernel (SIGINT: the running cell raises ``KeyboardInterrupt``, papermill marks
 it in ``output.ipynb`` and runs no further cell) and, if the kernel is still alive
-``KILL_AFTER_S`` later (a cell that ignores interrupts), kills the kernel and its children.
+``KERNEL_KILL_AFTER_S`` later (a cell that ignores interrupts), kills the kernel and its children.
 ``run_job`` then records ``timeout: the job ran longer than its N s limit``.
 """
 from __future__ import annotations
@@ -13,11 +13,8 @@ import signal
 import threading
 import time
 
-from ..core.limits import MAX_TIMEOUT_S
+from ..core.config import KERNEL_KILL_AFTER_S, MAX_TIMEOUT_S
 from .kernels import kernel_processes
-
-KILL_AFTER_S = 3.0
-
 
 class Deadline:
     """Stops the kernels this process started once ``timeout`` seconds have passed (None: never)."""
@@ -37,7 +34,7 @@ class Deadline:
     def __exit__(self, *exc) -> None:
         self._done.set()
         if self._thread is not None:
-            self._thread.join(timeout=KILL_AFTER_S + 2)
+            self._thread.join(timeout=KERNEL_KILL_AFTER_S + 2)
 
     def _watch(self) -> None:
         if self._done.wait(self.timeout):
@@ -50,7 +47,7 @@ class Deadline:
                 self._done.wait(0.1)
                 continue
             self._signal(signal.SIGINT)
-            end = time.monotonic() + KILL_AFTER_S
+            end = time.monotonic() + KERNEL_KILL_AFTER_S
             while time.monotonic() < end and self._alive():
                 if self._done.wait(0.1):
                     return

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..control.actions import advance
-from ..control.runtime import ENV_JOB_DIR, ENV_JOB_ID
-from ..core.config import Settings
+from ..core.config import (CELL_TIMEOUT_MARGIN_S, GPUS, HOST, JOB_DIR, JOB_ID, KERNEL_START_TRIES, OUTPUT_AUTOSAVE_S,
+                           SLOT_SOURCE, Settings)
 from ..core.errors import one_line
 from ..core.lifecycle import KERNEL_KILLED, Fail, Finish, Refused, Start, Timeout, timeout_error
 from ..core.models import JobRecord, utcnow
@@ -105,9 +105,6 @@ def kernel_exit_code(earlier: tuple = ()) -> int | None:
     return None
 
 
-KERNEL_START_TRIES = 3
-
-
 def never_started(exc: BaseException, output: Path) -> bool:
     """Did the kernel fail before running any cell (so the notebook can simply be run again)?"""
     if not isinstance(exc, (RuntimeError, TimeoutError)):  # not a cell's error (PapermillExecutionError)
@@ -164,10 +161,10 @@ def finish(store: JobStore, settings: Settings, job_id: str, attempt: int, error
 
 
 def job_environment(settings: Settings, rec: JobRecord) -> dict[str, str]:
-    env = {**settings.env(), ENV_JOB_ID: rec.id, ENV_JOB_DIR: str(settings.job_dir(rec.id))}
+    env = {**settings.env(), JOB_ID.name: rec.id, JOB_DIR.name: str(settings.job_dir(rec.id))}
     gpus = [str(index) for host, index in rec.slots]
-    env["NBRUNNER_GPUS"] = ",".join(gpus)
-    env["NBRUNNER_SLOT_SOURCE"] = "nbrunner.elastic.cluster_slots:cluster_slot_source"  # ElasticTrainer follows the grant
+    env[GPUS.name] = ",".join(gpus)
+    env[SLOT_SOURCE.name] = "nbrunner.elastic.cluster_slots:cluster_slot_source"  # ElasticTrainer follows the grant
     if not rec.elastic:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
     return env
@@ -260,14 +257,14 @@ def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kerne
                 language=rec.language,
                 report_mode=rec.report_mode,
                 # a backstop per cell; the deadline ends the job at its wall time
-                execution_timeout=math.ceil(rec.timeout) + 60 if rec.timeout else None,
+                execution_timeout=math.ceil(rec.timeout) + CELL_TIMEOUT_MARGIN_S if rec.timeout else None,
                 progress_bar=False,
                 log_output=True,
                 stdout_file=out,
                 stderr_file=out,
                 cwd=str(cwd),
                 request_save_on_cell_execute=True,
-                autosave_cell_every=10,
+                autosave_cell_every=OUTPUT_AUTOSAVE_S,
                 config=config,
                 **({"km": warm} if warm is not None else {}),
             )
@@ -290,7 +287,7 @@ def run_job(job_id: str, attempt: int) -> str:
     settings = Settings.load()
     store = JobStore.from_url(settings.url)
     worker = os.environ.get("RQ_WORKER_ID", "local")
-    host = os.environ.get("NBRUNNER_HOST") or socket.gethostname()
+    host = HOST.text() or socket.gethostname()
     rec = _start(store, job_id, attempt, worker, host)
     if rec is None:
         return "skipped"

@@ -30,9 +30,11 @@ NATIVE_ARGV = ["-m", "ipykernel_launcher", "-f", "{connection_file}"]  # the pyt
 
 
 class ForkServer:
-    """The worker's side: a fork server process and the pipes to it."""
+    """The worker's side: a fork server process and the pipes to it (``timeout``: seconds a reply may take).
 
-    def __init__(self, timeout: float = 60.0):
+    This module imports nothing of nbrunner (it also runs as the server itself), so the worker passes it."""
+
+    def __init__(self, timeout: float):
         self.timeout = timeout
         self.proc: subprocess.Popen | None = None
         self._reply = None

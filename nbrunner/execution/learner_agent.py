@@ -10,7 +10,7 @@ Once its host has run such a learner, the agent keeps ``warm`` learner interpret
 load its job), so that a learner granted later, as when a host that was cut off comes back,
 skips most of its start.  The first ones start with the first learners (which start from
 scratch: seconds, during which they get ready too); later ones once the learners that took warm
-interpreters have loaded (each says so in a file, :data:`nbrunner.core.config.ENV_LEARNER_LOADED`),
+interpreters have loaded (each says so in a file, :data:`nbrunner.core.config.LEARNER_LOADED`),
 or some seconds after the last start, not while those learners load on the same CPUs; also while
 Redis is out of reach, so that a host that was cut off has them ready when it is back.
 """
@@ -28,16 +28,16 @@ import threading
 import time
 from pathlib import Path
 
-from ..core.config import ENV_LEARNER_LOADED
+from ..core.config import WARM_LEARNER_REFILL_S
+from ..core.config import LEARNER_LOADED, WARM_IMPORTS
 from ..core.keys import LEARNER_STATUS_TTL_S, agent_control, learner_requests, learner_status
 from ..core.store import JobStore
 from .execute import die_with_parent_preexec
-from .warm_learner import ENV_WARM_IMPORTS, learner_args
+from .warm_learner import learner_args
 
 log = logging.getLogger("nbrunner.learners")
 # after the last learner start, before warm interpreters are started again even if a learner
 # that took one has not said it loaded
-REFILL_AFTER_S = 10.0
 
 
 # an agent's files live in <tmp>/nbrunner-learners-<worker pid>-<random>/
@@ -112,9 +112,9 @@ class LearnerAgent(threading.Thread):
         claim = json.dumps({"pid": None, "worker": self.worker, "rc": None})
         if not self.store.r.set(learner_status(msg["learner"]), claim, nx=True, ex=LEARNER_STATUS_TTL_S):
             return  # cancelled by the trainer: it waited too long for this host
-        self._refill_at = time.monotonic() + REFILL_AFTER_S
+        self._refill_at = time.monotonic() + WARM_LEARNER_REFILL_S
         loaded = self._dir() / f"{next(self._seq)}.loaded"
-        msg = {**msg, "env": {**msg["env"], ENV_LEARNER_LOADED: str(loaded)}}
+        msg = {**msg, "env": {**msg["env"], LEARNER_LOADED.name: str(loaded)}}
         proc = self._hand_to_spare(msg)
         self._loading[msg["learner"]] = (loaded, proc is not None)
         if proc is None:
@@ -165,7 +165,7 @@ class LearnerAgent(threading.Thread):
         if any(warm for _, warm in self._loading.values()) and time.monotonic() < self._refill_at:
             return
         self.spares = [p for p in self.spares if p.poll() is None]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", ENV_WARM_IMPORTS: str(self._dir() / "imports.json")}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", WARM_IMPORTS.name: str(self._dir() / "imports.json")}
         while len(self.spares) < self.warm:
             self.spares.append(subprocess.Popen(
                 [sys.executable, "-m", "nbrunner.execution.warm_learner"], stdin=subprocess.PIPE,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import redis
 
+from ..core.config import REDIS_START_TIMEOUT_S, REDIS_STOP_TIMEOUT_S, REDIS_URL
 from ..core.errors import NbrunnerError
 from ..core.store import DRIVER_INFO, ping  # noqa: F401 - ping: where the supervisor and tests look for it
 
@@ -74,12 +75,12 @@ class EmbeddedRedis:
     def running(self) -> bool:
         return ping(self.socket_path)
 
-    def ensure(self, timeout: float = 15.0) -> "EmbeddedRedis":
+    def ensure(self, timeout: float = REDIS_START_TIMEOUT_S) -> "EmbeddedRedis":
         """Attach to the workspace's server, or start one if none answers."""
         if len(str(self.socket_path)) > MAX_SOCKET_PATH:
             raise NbrunnerError(
                 f"workspace path too long for a unix socket ({len(str(self.socket_path))} chars): "
-                "use a shorter --dir or set NBRUNNER_REDIS_URL"
+                f"use a shorter --dir or set {REDIS_URL.name}"
             )
         self.state_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.state_dir, 0o700)
@@ -170,7 +171,7 @@ class EmbeddedRedis:
         finally:
             client.close()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = REDIS_STOP_TIMEOUT_S) -> None:
         """Stop the server if this object started it (its AOF is flushed first)."""
         proc, self.process = self.process, None
         if proc is None or proc.poll() is not None:

@@ -15,10 +15,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.config import Settings
+from ..core.config import HOST, SUPERVISOR_CHECK_S, SUPERVISOR_STOP_TIMEOUT_S, Settings, check
 from .redis_server import EmbeddedRedis
-
-RESTART_CHECK_S = 0.5
 
 
 @dataclass
@@ -57,13 +55,11 @@ class Supervisor:
     def env(self) -> dict[str, str]:
         env = {**os.environ, **self.settings.env(), "PYTHONUNBUFFERED": "1"}
         if self.host:
-            env["NBRUNNER_HOST"] = self.host
+            env[HOST.name] = self.host
         return env
 
     def start(self) -> "Supervisor":
-        from ..control.retention import keep_days
-
-        keep_days()  # a bad NBRUNNER_KEEP_DAYS stops here, with its one-line error, not in the scheduler's log
+        check()  # a bad NBRUNNER_* value stops here, with its one-line error, not in a child's log
         if self.accounts is not None:
             from ..core.accounts import read_accounts
 
@@ -131,7 +127,7 @@ class Supervisor:
                                           start_new_session=True)
 
     def _watch_loop(self) -> None:
-        while not self._stop.wait(RESTART_CHECK_S):
+        while not self._stop.wait(SUPERVISOR_CHECK_S):
             if self.redis is not None and not self._stop.is_set():
                 if self.redis.owned and self.redis.process.poll() is not None:
                     self.redis.process = None
@@ -146,7 +142,7 @@ class Supervisor:
     def child(self, name: str) -> Child:
         return next(c for c in self.children if c.name == name)
 
-    def stop(self, timeout: float = 15.0) -> None:
+    def stop(self, timeout: float = SUPERVISOR_STOP_TIMEOUT_S) -> None:
         """Stop everything this supervisor started, leaving no process behind."""
         from ..core.discovery import unregister
 

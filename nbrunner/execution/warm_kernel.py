@@ -24,18 +24,18 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ..core.config import KERNEL_START_TIMEOUT_S, SPARE_KERNEL, WARM_KERNEL
 from .kernel_forkserver import NATIVE_ARGV, ForkServer
 from .kernels import ADOPTED, kernel_config, remove_kernel_sockets
 
 log = logging.getLogger("nbrunner.worker")
 
-DEFAULT_KERNEL = "python3"
-ENV_SPARE = "NBRUNNER_SPARE_KERNEL"  # the spare's description, from the worker to its horse
+ENV_SPARE = SPARE_KERNEL.name  # the spare's description, from the worker to its horse
 
 
 def spare_kernel_name() -> str:
-    """The kernel name jobs get when neither they nor their notebook name one."""
-    return os.environ.get("NBRUNNER_WARM_KERNEL", DEFAULT_KERNEL)
+    """The kernel name each worker starts ahead (``NBRUNNER_WARM_KERNEL``)."""
+    return WARM_KERNEL.required()
 
 
 class SpareKernel:
@@ -46,7 +46,7 @@ class SpareKernel:
         self.pid: int | None = None
         self.connection_file: str | None = None
         self.config = None
-        self.forkserver = ForkServer()
+        self.forkserver = ForkServer(KERNEL_START_TIMEOUT_S)
 
     def start(self) -> None:
         """Launch a fresh kernel (no client: the worker never talks to it, its horse does);
@@ -206,7 +206,7 @@ def offered() -> dict[str, Any] | None:
 PREAMBLE = "(lambda os: (os.chdir({cwd!r}), os.environ.update({env!r})))(__import__('os'))"
 
 
-def adopt(spare: dict[str, Any], cwd: str, env: dict[str, str], startup_timeout: float = 60):
+def adopt(spare: dict[str, Any], cwd: str, env: dict[str, str], startup_timeout: float = KERNEL_START_TIMEOUT_S):
     """An async kernel manager (what nbclient drives) for the worker's spare kernel, moved into
     ``cwd`` and ``env``; raises if it cannot be used (the caller then starts a kernel as usual)."""
     from jupyter_client import AsyncKernelManager

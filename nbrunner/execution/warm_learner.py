@@ -21,8 +21,9 @@ import select
 import sys
 import time
 
+from ..core.config import WARM_IMPORTS
+
 LEARNER_MODULE = "nbrunner.elastic.learner"
-ENV_WARM_IMPORTS = "NBRUNNER_WARM_IMPORTS"
 
 
 def learner_args(argv: list[str]) -> list[str] | None:
@@ -73,7 +74,7 @@ def main() -> None:
 
     from ..elastic import learner
 
-    line = wait_request(os.environ.pop(ENV_WARM_IMPORTS, None))
+    line = wait_request(os.environ.pop(WARM_IMPORTS.name, None))
     if not line:
         os._exit(0)
     msg = json.loads(line)

@@ -2,7 +2,7 @@
 
 Besides rq's own bookkeeping the worker keeps ``nbrunner:worker:<name>`` alive with a
 short TTL (a heartbeat thread), so a worker killed with SIGKILL disappears within
-``WORKER_TTL`` seconds and the scheduler re-queues its job.  The worker is a child
+``NBRUNNER_WORKER_TTL`` seconds and the scheduler re-queues its job.  The worker is a child
 subreaper: whatever a job leaves behind (kernel, learners) is re-parented to it and
 killed when the job ends.
 """
@@ -25,8 +25,9 @@ from rq import Worker
 
 from ..control.actions import advance
 from ..control.queues import DEFAULT_QUEUE, host_queue, rq_connection
-from ..control.registration import HEARTBEAT_INTERVAL, heartbeat, unregister
-from ..core.config import Settings
+from ..control.registration import heartbeat, heartbeat_interval, unregister
+from ..core.config import (GPU_DETECT_TIMEOUT_S, HEARTBEAT_RETRY_S, HOST, HOST_ADDR, LEFTOVERS_WAIT_S,
+                           WORKER_SOCKET_TIMEOUT_S, WORKER_TTL, Settings, check)
 from ..core.html import preload as preload_html
 from ..core.lifecycle import Refused, settle_event
 from ..core.models import utcnow
@@ -34,7 +35,6 @@ from ..core.store import JobStore, connect
 from .warm_kernel import ENV_SPARE, SpareKernel
 
 log = logging.getLogger("nbrunner.worker")
-RETRY_INTERVAL = 0.2  # between heartbeats that fail (Redis out of reach)
 
 
 def detect_gpus() -> int:
@@ -44,7 +44,7 @@ def detect_gpus() -> int:
         return 0
     try:
         out = subprocess.run([exe, "--query-gpu=index", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20, check=True).stdout
+                             text=True, timeout=GPU_DETECT_TIMEOUT_S, check=True).stdout
     except (subprocess.SubprocessError, OSError):
         return 0
     return sum(1 for line in out.splitlines() if line.strip())
@@ -73,7 +73,7 @@ def kill_children(keep: set[int] = frozenset()) -> int:
             p.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(procs, timeout=5)
+    psutil.wait_procs(procs, timeout=LEFTOVERS_WAIT_S)
     return len(procs)
 
 
@@ -97,7 +97,7 @@ class NbrunnerWorker(Worker):
 
     # ---- registration and heartbeat -------------------------------------------------
     def registration(self) -> dict[str, Any]:
-        return {"name": self.name, "host": self.host, "addr": os.environ.get("NBRUNNER_HOST_ADDR"),
+        return {"name": self.name, "host": self.host, "addr": HOST_ADDR.text(),
                 "slots": self.slots, "device": self.device,
                 "pid": os.getpid(), "job": self.current[0] if self.current else None, "time": time.time(),
                 "spare_kernel": self.spare.pid}
@@ -109,21 +109,21 @@ class NbrunnerWorker(Worker):
     def _beat_loop(self) -> None:
         """Heartbeats only: nothing here may wait for a kernel start (it holds ``_spare_lock``
         for seconds), or a busy host's registration expires while the worker is fine."""
-        wait = HEARTBEAT_INTERVAL
+        wait = heartbeat_interval()
         while not self._beat_stop.wait(wait):
             try:
                 if self.beat():  # back after an outage: the scheduler may give its slots out again now
                     log.warning("registration had expired: registered again")
                     self.store.emit("worker_joined", worker=self.name, host=self.host)
-                wait = HEARTBEAT_INTERVAL
+                wait = heartbeat_interval()
                 self._check_current()
             except Exception as exc:  # Redis restarting or out of reach: retry soon, to be back at once
                 log.warning("heartbeat failed: %s", exc.__class__.__name__)
-                wait = RETRY_INTERVAL
+                wait = HEARTBEAT_RETRY_S
 
     def _spare_loop(self) -> None:
         """Between jobs, start a spare kernel again if the last one died."""
-        while not self._beat_stop.wait(HEARTBEAT_INTERVAL):
+        while not self._beat_stop.wait(heartbeat_interval()):
             if self.current is None and self._born.is_set():
                 self.prepare_kernel()
 
@@ -244,8 +244,9 @@ class NbrunnerWorker(Worker):
 def run_worker(settings: Settings, gpus: int | None = 0, host: str | None = None, slots: list[int] | None = None,
                name: str | None = None, burst: bool = False) -> None:
     """Run a worker in this process until SIGINT/SIGTERM."""
-    host = host or os.environ.get("NBRUNNER_HOST") or socket.gethostname()
-    os.environ["NBRUNNER_HOST"] = host
+    check((WORKER_TTL,))  # a bad value stops the worker here, not in its heartbeat thread
+    host = host or HOST.text() or socket.gethostname()
+    os.environ[HOST.name] = host
     os.environ.update(settings.env())
     device = "cpu"
     if gpus is None:  # auto
@@ -253,7 +254,8 @@ def run_worker(settings: Settings, gpus: int | None = 0, host: str | None = None
         device = "cuda" if gpus else "cpu"
     slots = list(range(gpus)) if slots is None else slots
     # short socket timeouts: a heartbeat over a cut link must fail fast, then reconnect
-    store = JobStore(connect(settings.url, socket_timeout=5, retry_on_timeout=False), settings.url)
+    store = JobStore(connect(settings.url, socket_timeout=WORKER_SOCKET_TIMEOUT_S, retry_on_timeout=False),
+                     settings.url)
     conn = rq_connection(store)
     become_subreaper()
     name = name or f"{host}.{os.getpid()}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Unicode
 
+from ..core.config import WORKSPACE
 from .handlers import routes
 from .model_servers import ModelServers
 
@@ -14,19 +15,17 @@ class NbrunnerExtension(ExtensionApp):
     name = "nbrunner"
     load_other_extensions = True
 
-    workspace = Unicode("", config=True, help="nbrunner workspace (default: NBRUNNER_WORKSPACE or the server root)")
+    workspace = Unicode("", config=True, help=f"nbrunner workspace (default: {WORKSPACE.name} or the server root)")
     multi_user = Bool(False, config=True, help="users see and change only their own jobs; admins see all")
     admin_users = Unicode("", config=True, help="comma-separated user names that see and change every job")
 
     def initialize_settings(self) -> None:
         """The cluster's operations (:class:`~nbrunner.control.api.ClusterAPI`), built once for every
         handler; they connect to the workspace's cluster on first use."""
-        import os
-
         from ..control.api import ClusterAPI
         from ..core.discovery import resolve
 
-        workspace = self.workspace or os.environ.get("NBRUNNER_WORKSPACE") or self.serverapp.root_dir
+        workspace = self.workspace or WORKSPACE.text() or self.serverapp.root_dir
         self.settings.update({
             "nbrunner_api": ClusterAPI(resolve(workspace)),
             "nbrunner_root": self.serverapp.root_dir,

@@ -19,6 +19,7 @@ from tornado.ioloop import IOLoop
 
 from ..control.api import ClusterAPI
 from ..control.job_files import DOWNLOADS, download_file, download_name, zip_dir
+from ..core.config import IO_CHUNK_BYTES, JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BODY
 from ..core.errors import InvalidRequest, NbrunnerError, NotFound
 from ..core.identity import Caller, local_caller
 from ..core.limits import MAX_INT64, bad_input, loads_json
@@ -26,8 +27,6 @@ from ..core.models import STATUSES
 
 API = r"/nbrunner/api"
 ID = r"(?P<job_id>[a-z0-9]{1,32})"
-MAX_BODY = 1024 * 1024
-DEFAULT_LIMIT, MAX_LIMIT = 1000, 10000  # jobs per page of GET /jobs
 
 
 @functools.lru_cache(maxsize=1)
@@ -132,9 +131,9 @@ class JobsHandler(BaseHandler):
         status = self.get_query_argument("status", None)
         if status is not None and status not in STATUSES:
             raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
-        raw = self.get_query_argument("limit", str(DEFAULT_LIMIT))
-        if not (raw.isascii() and raw.isdigit() and len(raw) <= 6 and 1 <= int(raw) <= MAX_LIMIT):
-            raise InvalidRequest(f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw[:20]!r}")
+        raw = self.get_query_argument("limit", str(JOBS_PAGE_DEFAULT))
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 6 and 1 <= int(raw) <= JOBS_PAGE_MAX):
+            raise InvalidRequest(f"limit must be an integer from 1 to {JOBS_PAGE_MAX}, got {raw[:20]!r}")
         records, after = self.api.jobs(self.caller, status, int(raw), self.get_query_argument("cursor", None),
                                        schedule=self.get_query_argument("schedule", None))
         self.reply({"jobs": [r.to_dict() for r in records], "next": after})
@@ -214,9 +213,6 @@ class MetricsHandler(BaseHandler):
         self.reply({"metrics": self.api.metrics(self.caller, job_id)})
 
 
-CHUNK = 1 << 20
-
-
 class DownloadHandler(BaseHandler):
     """``GET /jobs/{id}/download?format=ipynb|html|zip``: the output notebook, its HTML, or a zip
     of the job directory, as an attachment."""
@@ -234,7 +230,7 @@ class DownloadHandler(BaseHandler):
             else:
                 await self.in_thread(_copy, path, tmp)
             tmp.seek(0)
-            while chunk := tmp.read(CHUNK):
+            while chunk := tmp.read(IO_CHUNK_BYTES):
                 self.write(chunk)
                 await self.flush()
         self.finish()

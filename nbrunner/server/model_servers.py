@@ -22,15 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.config import Settings
+from ..core.config import (MODEL_SERVER_MIN_PORT, MODEL_SERVER_START_TIMEOUT_S, MODEL_SERVER_STOP_TIMEOUT_S,
+                           Settings)
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound
 from ..core.models import utcnow
 from ..serving.registry import check_name, resolve
 
 HOST = "127.0.0.1"
-START_TIMEOUT = 120.0  # loading torch and the model in a fresh interpreter
-STOP_TIMEOUT = 10.0
-MIN_PORT = 1024
 # `nbrunner serve`, but first asking Linux for SIGTERM when the Jupyter server dies (even by
 # SIGKILL, when stop_all() cannot run); exits at once if it is already gone.
 _LAUNCH = (
@@ -71,11 +69,12 @@ class ModelServer:
 
 
 def check_port(port: Any) -> int | None:
-    """``None`` (any free port) or a port number in MIN_PORT..65535."""
+    """``None`` (any free port) or a port number in MODEL_SERVER_MIN_PORT..65535."""
     if port is None:
         return None
-    if isinstance(port, bool) or not isinstance(port, int) or not MIN_PORT <= port <= 65535:
-        raise InvalidRequest(f"port must be an integer in {MIN_PORT}..65535 (or omitted: any free port), got {port!r}")
+    if isinstance(port, bool) or not isinstance(port, int) or not MODEL_SERVER_MIN_PORT <= port <= 65535:
+        raise InvalidRequest(f"port must be an integer in {MODEL_SERVER_MIN_PORT}..65535 (or omitted: any free port), "
+                             f"got {port!r}")
     return port
 
 
@@ -159,7 +158,7 @@ class ModelServers:
             # stop_all() stops it when the server stops.
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                     env=env, cwd=str(settings.workspace), start_new_session=True)
-        deadline = time.monotonic() + START_TIMEOUT
+        deadline = time.monotonic() + MODEL_SERVER_START_TIMEOUT_S
         while True:
             try:
                 first = log.read_text(errors="replace").splitlines()
@@ -176,7 +175,8 @@ class ModelServers:
                 raise InvalidRequest(f"model server for {name}:{version} exited: {message.removeprefix('nbrunner: ')}")
             if time.monotonic() > deadline:
                 _stop(proc)
-                raise NbrunnerError(f"model server for {name}:{version} did not start within {START_TIMEOUT:.0f} s")
+                raise NbrunnerError(f"model server for {name}:{version} did not start within "
+                                    f"{MODEL_SERVER_START_TIMEOUT_S:.0f} s")
             await asyncio.sleep(0.1)
 
     def stop(self, name: str) -> None:
@@ -192,14 +192,14 @@ class ModelServers:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM (the server shuts down cleanly), SIGKILL after STOP_TIMEOUT; reaps the process."""
+    """SIGTERM (the server shuts down cleanly), SIGKILL after MODEL_SERVER_STOP_TIMEOUT_S; reaps the process."""
     if proc.poll() is not None:
         return
     try:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(STOP_TIMEOUT)
+        proc.wait(MODEL_SERVER_STOP_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         proc.kill()
-        proc.wait(STOP_TIMEOUT)
+        proc.wait(MODEL_SERVER_STOP_TIMEOUT_S)
     except ProcessLookupError:
         pass

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ..core.config import JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX
 from ..core.models import PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, STATUSES
 
 
@@ -103,8 +104,8 @@ PATHS: dict[str, dict[str, Any]] = {
         "get": {"summary": "List the jobs visible to the caller, newest first",
                 "parameters": [_query("status", {"type": "string", "enum": list(STATUSES)}, "only jobs in this status"),
                                _query("schedule", {"type": "string"}, "only the runs of this schedule"),
-                               _query("limit", {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000},
-                                      "at most this many jobs"),
+                               _query("limit", {"type": "integer", "minimum": 1, "maximum": JOBS_PAGE_MAX,
+                                                "default": JOBS_PAGE_DEFAULT}, "at most this many jobs"),
                                _query("cursor", {"type": "string"}, "the previous page's next: the page after it")],
                 "responses": {"200": _json({"type": "object", "properties": {
                     "jobs": {"type": "array", "items": _ref("Job")},

@@ -6,7 +6,7 @@
   ``{"inputs": ..., "raw": true}`` always returns the raw outputs.
 - ``GET /health`` answers 200 ``{"status": "ok", "model": "NAME:VERSION"}``.
 - Bad requests (malformed JSON, no or empty ``inputs``, non-numeric or ragged values, a shape
-  the model refuses, a body over :data:`MAX_BODY` bytes) get 400 ``{"message": ...}``; the
+  the model refuses, a body over :data:`~nbrunner.core.config.MODEL_MAX_BODY` bytes) get 400 ``{"message": ...}``; the
   server keeps serving.
 
 The standard library's ThreadingHTTPServer serves requests; the model is called under a lock
@@ -22,11 +22,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ..core.config import Settings
+from ..core.config import IO_CHUNK_BYTES, MODEL_DRAIN_BYTES, MODEL_MAX_BODY, Settings
 from ..core.errors import NbrunnerError, one_line
-
-MAX_BODY = 16 * 1024 * 1024
-DRAIN_LIMIT = 64 * 1024 * 1024  # larger bodies are refused without reading them
 
 
 class BadInput(Exception):
@@ -158,15 +155,15 @@ class _Handler(BaseHTTPRequestHandler):
                 raise ValueError
         except ValueError:
             return self.fail(400, "invalid Content-Length", close=True)
-        if size > MAX_BODY:
-            if size <= DRAIN_LIMIT:  # read it away so that the client sees the answer, not a reset
+        if size > MODEL_MAX_BODY:
+            if size <= MODEL_DRAIN_BYTES:  # read it away so that the client sees the answer, not a reset
                 left = size
                 while left > 0:
-                    chunk = self.rfile.read(min(left, 1 << 20))
+                    chunk = self.rfile.read(min(left, IO_CHUNK_BYTES))
                     if not chunk:
                         break
                     left -= len(chunk)
-            return self.fail(400, f"request body larger than {MAX_BODY // 2**20} MiB", close=True)
+            return self.fail(400, f"request body larger than {MODEL_MAX_BODY // 2**20} MiB", close=True)
         raw = self.rfile.read(size)
         if path != "/predict":
             return self.fail(404, f"not found: {path or '/'} (routes: POST /predict, GET /health)")

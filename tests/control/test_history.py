@@ -12,8 +12,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import nbrunner
-from nbrunner.control.retention import keep_days
 from nbrunner.control.submit import new_id
+from nbrunner.core.config import KEEP_DAYS
 from nbrunner.core.errors import InvalidRequest
 from nbrunner.core.keys import FINISHED_AT, INDEXED, JOBS, job_key, status_index
 from nbrunner.core.models import JobRecord
@@ -216,11 +216,11 @@ def test_retention_removes_old_finished_jobs_and_their_directories(cluster):
 
 
 def test_keep_days_setting():
-    assert keep_days({}) is None and keep_days({"NBRUNNER_KEEP_DAYS": " "}) is None
-    assert keep_days({"NBRUNNER_KEEP_DAYS": "30"}) == 30 and keep_days({"NBRUNNER_KEEP_DAYS": "0.5"}) == 0.5
+    assert KEEP_DAYS.days({}) is None and KEEP_DAYS.days({"NBRUNNER_KEEP_DAYS": " "}) is None
+    assert KEEP_DAYS.days({"NBRUNNER_KEEP_DAYS": "30"}) == 30 and KEEP_DAYS.days({"NBRUNNER_KEEP_DAYS": "0.5"}) == 0.5
     for bad in ("0", "-1", "soon", "nan", "inf"):
         with pytest.raises(InvalidRequest, match="NBRUNNER_KEEP_DAYS"):
-            keep_days({"NBRUNNER_KEEP_DAYS": bad})
+            KEEP_DAYS.days({"NBRUNNER_KEEP_DAYS": bad})
     ws = short_tmpdir()
     env = {**{k: v for k, v in os.environ.items() if k != "NBRUNNER_REDIS_URL"}, "NBRUNNER_KEEP_DAYS": "soon"}
     p = subprocess.run([sys.executable, "-m", "nbrunner", "up", "--no-lab", "--dir", str(ws)], capture_output=True,

@@ -15,7 +15,8 @@ import nbrunner
 from nbrunner.core.errors import InvalidRequest, NotFound
 from nbrunner.control.sweeps import ACTIVE_SWEEPS, sweep_ids
 from nbrunner.core.sweeps.asha import rung_decision
-from nbrunner.core.sweeps.spec import MAX_TRIALS, count_trials, parse_spec
+from nbrunner.core.config import MAX_TRIALS
+from nbrunner.core.sweeps.spec import count_trials, parse_spec
 from nbrunner.core.sweeps.trials import generate_trials
 
 from support import make_notebook, own_cluster, short_tmpdir

@@ -6,9 +6,9 @@ import time
 import pytest
 
 from nbrunner.control import submit
-from nbrunner.core.config import Settings
+from nbrunner.core.config import MAX_YAML_BYTES, Settings
 from nbrunner.core.errors import InvalidRequest
-from nbrunner.core.limits import MAX_YAML_BYTES, load_yaml
+from nbrunner.core.limits import load_yaml
 from nbrunner.execution.redis_server import EmbeddedRedis
 from nbrunner.core.store import JobStore
 from nbrunner.core.sweeps.spec import parse_spec

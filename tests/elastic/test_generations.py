@@ -12,7 +12,8 @@ import torch.distributed as dist
 
 from nbrunner.elastic.generations import GenerationPlanner
 from nbrunner.elastic.options import TrainOptions
-from nbrunner.elastic.pool import KILL_AFTER_S, LEAVE_GRACE_S, LearnerPool
+from nbrunner.core.config import LEARNER_KILL_AFTER_S as KILL_AFTER_S, LEARNER_LEAVE_GRACE_S as LEAVE_GRACE_S
+from nbrunner.elastic.pool import LearnerPool
 from nbrunner.elastic.protocol import DriverLink, Rendezvous, abort_key
 from nbrunner.elastic.recovery import Recovery
 from nbrunner.elastic.slots import ScriptedSlots

@@ -141,7 +141,7 @@ class StuckLeaverLauncher(LocalLauncher):
 
 
 def test_a_learner_that_does_not_leave_is_stopped_and_its_slot_released(digits_npz, tmp_path):
-    from nbrunner.elastic.pool import LEAVE_GRACE_S
+    from nbrunner.core.config import LEARNER_LEAVE_GRACE_S as LEAVE_GRACE_S
 
     gate = tmp_path / "slow"
     gate.touch()

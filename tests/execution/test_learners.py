@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from nbrunner.control.registration import WORKER_TTL, heartbeat, live_capacity
+from nbrunner.control.registration import heartbeat, live_capacity
+from nbrunner.core.config import WORKER_TTL
 from nbrunner.elastic.launcher import LearnerSpec
 from nbrunner.elastic.slots import Slot
 from nbrunner.core.keys import learner_requests, learner_status, worker_key
@@ -114,7 +115,7 @@ def test_a_heartbeat_says_when_the_worker_was_not_registered(store):
     assert heartbeat(store, "worker-b", {"host": "hostB", "slots": [0]}) is False
     store.r.delete(worker_key("worker-b"))  # its registration expired
     assert heartbeat(store, "worker-b", {"host": "hostB", "slots": [0]}) is True
-    assert 0 < live_capacity(store).expires_in <= WORKER_TTL
+    assert 0 < live_capacity(store).expires_in <= WORKER_TTL.seconds()
 
 
 def test_warm_interpreters_import_what_the_last_learner_imported_to_load(store, agents):

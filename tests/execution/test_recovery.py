@@ -92,7 +92,7 @@ def test_a_job_its_worker_took_but_never_started_is_dispatched_again(workspace):
     from rq.queue import Queue as RqQueue
 
     from nbrunner.control.queues import rq_connection, rq_job_id
-    from nbrunner.control.scheduler import STRANDED_AFTER_S
+    from nbrunner.core.config import STRANDED_AFTER_S
 
     make_notebook(workspace / "stamp.ipynb", STAMP, parameters="SECONDS = 0")
     with nbrunner.setup_cluster(gpus=0, workers=1, workspace=workspace) as cluster:

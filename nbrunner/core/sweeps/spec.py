@@ -24,11 +24,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..config import MAX_TRIALS, MAX_YAML_DEPTH
 from ..errors import InvalidRequest
-from ..limits import (MAX_INT64, MAX_YAML_DEPTH, MIN_INT64, check_depth, check_ints, check_parameter_name, check_text,
-                      load_yaml, read_limited)
+from ..limits import (MAX_INT64, MIN_INT64, check_depth, check_ints, check_parameter_name, check_text, load_yaml,
+                      read_limited)
 
-MAX_TRIALS = 1000
 TOP_KEYS = ("parameters", "generate", "seed", "max_parallel", "objective", "early_stopping")
 DISTRIBUTIONS = ("choice", "loguniform", "normal", "randint", "uniform")
 
