@@ -56,7 +56,7 @@ def _wait(cond, timeout: float) -> None:
 
 def saturated(cluster, ws: Path, seconds: float) -> tuple[float, float]:
     """GPU-seconds of a and b over ``seconds`` with two jobs each wanting all 8 slots."""
-    from nbrunner.control.accounts import USAGE
+    from nbrunner.core.keys import USAGE
 
     stop = ws / "stop-saturated"
     jobs = [cluster.submit("follow.ipynb", {"STOP": str(stop)}, max_gpus=8, owner=o) for o in ("alice", "bob") * 2]

@@ -22,20 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.accounts import AccountTree, parse_accounts, read_accounts
 from ..core.errors import InvalidRequest
-from ..core.keys import PREFIX
+from ..core.config import ACCOUNTS_TIMELINE_KEPT, USAGE_BUCKETS_KEPT_S, USAGE_MAX_PASS_GAP_S
+from ..core.keys import ACCOUNTS, ACCOUNTS_TIMELINE, RECLAIM, USAGE, USAGE_LAST
 from ..core.models import utcnow
 
 if TYPE_CHECKING:
     from ..core.store import JobStore
 
-ACCOUNTS = PREFIX + "accounts"  # hash: text, source, loaded_at
-USAGE = PREFIX + "usage"  # hash: account path -> GPU-seconds in total
-USAGE_LAST = PREFIX + "usage:last"  # the time (Unix s) usage was last added up to
-TIMELINE = PREFIX + "accounts:timeline"  # list of {"t", "gpus": {path: held}}, oldest first
-RECLAIM = PREFIX + "reclaim"  # hash: job id -> when its GPUs were first asked back (Unix s)
-TIMELINE_KEPT = 10_000
-HOUR_BUCKETS_KEPT_S = 25 * 3600
-MAX_PASS_GAP_S = 300.0  # a longer gap between passes (no scheduler ran) is not counted as use
 
 _parsed: dict[str, AccountTree] = {}  # text -> tree: a pass parses the published file once
 
@@ -89,18 +82,18 @@ def record_usage(store: JobStore, held: dict[str, int], now: float | None = None
     last = store.r.getset(USAGE_LAST, repr(now))
     gap = now - float(last) if last else 0.0
     with store.r.pipeline(transaction=False) as p:
-        if 0 < gap <= MAX_PASS_GAP_S:
+        if 0 < gap <= USAGE_MAX_PASS_GAP_S:
             bucket = hour_key(now)
             for path, gpus in held.items():
                 if gpus:
                     p.hincrbyfloat(USAGE, path, gpus * gap)
                     p.hincrbyfloat(bucket, path, gpus * gap)
-            p.expire(bucket, HOUR_BUCKETS_KEPT_S)
+            p.expire(bucket, USAGE_BUCKETS_KEPT_S)
         p.execute()
-    newest = store.r.lindex(TIMELINE, -1)
+    newest = store.r.lindex(ACCOUNTS_TIMELINE, -1)
     if newest is None or json.loads(newest)["gpus"] != held:
-        store.r.rpush(TIMELINE, json.dumps({"t": utcnow(), "gpus": held}))
-        store.r.ltrim(TIMELINE, -TIMELINE_KEPT, -1)
+        store.r.rpush(ACCOUNTS_TIMELINE, json.dumps({"t": utcnow(), "gpus": held}))
+        store.r.ltrim(ACCOUNTS_TIMELINE, -ACCOUNTS_TIMELINE_KEPT, -1)
 
 
 def usage(store: JobStore, now: float | None = None) -> dict[str, tuple[float, float]]:
@@ -122,7 +115,7 @@ def usage(store: JobStore, now: float | None = None) -> dict[str, tuple[float, f
 
 def timeline(store: JobStore, limit: int = 1000) -> list[dict[str, Any]]:
     """The newest ``limit`` changes of the accounts' held GPUs, oldest first."""
-    return [json.loads(x) for x in store.r.lrange(TIMELINE, -limit, -1)]
+    return [json.loads(x) for x in store.r.lrange(ACCOUNTS_TIMELINE, -limit, -1)]
 
 
 def due_preemptions(store: JobStore, asked: dict[str, str], reclaim_after: float, now: float | None = None
