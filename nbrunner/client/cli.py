@@ -101,7 +101,10 @@ def up(workspace: Optional[Path] = DirOption,
        port: int = typer.Option(8888, help="JupyterLab port"),
        no_lab: bool = typer.Option(False, "--no-lab", help="do not start JupyterLab"),
        policy: str = typer.Option("fairshare", help="fairshare, priority or goodput"),
-       host: Optional[str] = typer.Option(None, help="host name the workers register")) -> None:
+       host: Optional[str] = typer.Option(None, help="host name the workers register"),
+       accounts: Optional[Path] = typer.Option(None, "--accounts", metavar="ACCOUNTS.yaml",
+                                               help="accounts that share the GPUs (SIGHUP reads the file again)")
+       ) -> None:
     """Start Redis, the scheduler, workers and JupyterLab in the workspace, until Ctrl-C."""
     from ..core.config import Settings
     from ..execution.supervisor import Supervisor
@@ -117,10 +120,12 @@ def up(workspace: Optional[Path] = DirOption,
     token = LAB_TOKEN.text() or secrets.token_hex(24)
     lab_args = [f"--IdentityProvider.token={token}"]
     sup = Supervisor(settings, gpus=slots, workers=workers, policy=policy, host=host,
-                     lab_port=None if no_lab else port, lab_args=lab_args)
-    stop = threading.Event()
+                     lab_port=None if no_lab else port, lab_args=lab_args,
+                     accounts=str(accounts) if accounts is not None else None)
+    stop, hup = threading.Event(), threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGHUP, lambda *_: hup.set())
     sup.start()
     try:
         # plain prints: rich would wrap the lab's URL at the terminal's (or 80) columns
@@ -129,10 +134,25 @@ def up(workspace: Optional[Path] = DirOption,
         if not no_lab:
             print(f"JupyterLab: http://127.0.0.1:{port}/lab?token={token}", flush=True)
         print("Press Ctrl-C to stop.", flush=True)
-        stop.wait()
+        while not stop.wait(0.2):
+            if hup.is_set():
+                hup.clear()
+                _reload_accounts(sup)
     finally:
         print("stopping...", flush=True)
         sup.stop()
+
+
+def _reload_accounts(sup) -> None:
+    """SIGHUP: read the accounts file again; a bad one is refused and the published tree stays."""
+    if sup.accounts is None:
+        print("SIGHUP: this cluster has no accounts file", flush=True)
+        return
+    try:
+        sup.publish_accounts()
+        print(f"accounts reloaded from {sup.accounts}", flush=True)
+    except NbrunnerError as exc:
+        print(f"accounts not reloaded: {exc}", flush=True)
 
 
 @app.command()
@@ -332,6 +352,22 @@ def cluster_cmd(as_json: bool = typer.Option(False, "--json"), workspace: Option
     from . import render
 
     print(render.cluster_text(status, **_terminal()))
+
+
+@app.command()
+def share(as_json: bool = typer.Option(False, "--json"),
+          reload: bool = typer.Option(False, "--reload", help="read the accounts file again first"),
+          workspace: Optional[Path] = DirOption) -> None:
+    """Show the accounts sharing the GPUs: weight, guarantee, limit, demand, GPUs held, share,
+    borrowed or lent, and GPU-hours used in the last 24 h and in total."""
+    cluster = _cluster(workspace)
+    view = cluster.reload_accounts() if reload else cluster.accounts()
+    if as_json:
+        _print_json(view)
+        return
+    from . import render
+
+    print(render.share_text(view, **_terminal()))
 
 
 @app.command("list")

@@ -43,14 +43,15 @@ class Cluster:
     def submit(self, notebook: str | os.PathLike, parameters: dict[str, Any] | None = None, *,
                name: str | None = None, min_gpus: int = 0, max_gpus: int | None = None, priority: int = PRIORITY_DEFAULT,
                timeout: float | None = None, kernel: str | None = None, owner: str | None = None,
-               **extra: Any) -> Job:
-        """Queue ``notebook`` with ``parameters``; returns its :class:`Job`."""
+               groups: list[str] | None = None, **extra: Any) -> Job:
+        """Queue ``notebook`` with ``parameters``; returns its :class:`Job`.  ``owner`` and ``groups``:
+        whose job it is (default: this process's user), and their groups (which may decide its account)."""
         request = {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},
                    "name": name, "min_gpus": min_gpus, "max_gpus": max_gpus, "priority": priority,
                    "timeout": timeout, "kernel": kernel, **extra}
         from ..control import submit
 
-        rec = submit.submit(self.store, self.settings, request, owner=owner, base=Path.cwd())
+        rec = submit.submit(self.store, self.settings, request, owner=owner, base=Path.cwd(), groups=groups)
         return Job(self, rec)
 
     def job(self, job_id: str) -> Job:
@@ -74,6 +75,17 @@ class Cluster:
     def status(self) -> dict[str, Any]:
         """Hosts, slots and who holds each, free GPUs and policy (the ``GET /cluster`` object)."""
         return ClusterAPI(self.settings, self.store).status()
+
+    def accounts(self) -> dict[str, Any]:
+        """The accounts sharing the GPUs, as ``GET /accounts`` answers (see ``nbrunner share``)."""
+        return ClusterAPI(self.settings, self.store).accounts()
+
+    def reload_accounts(self) -> dict[str, Any]:
+        """Read the accounts file again (a bad file is refused, naming its line); the accounts."""
+        from ..control.accounts import reload
+
+        reload(self.store)
+        return self.accounts()
 
     def sweep(self, notebook: str | os.PathLike, spec: Any, **kwargs: Any) -> Sweep:
         """Start a sweep of ``notebook`` over ``spec`` (see :mod:`nbrunner.core.sweeps.spec`)."""
@@ -129,9 +141,11 @@ def connect(workspace: str | os.PathLike | None = None) -> Cluster:
 
 
 def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: str | os.PathLike | None = None,
-                  policy: str | None = None, host: str | None = None, wait: bool = True) -> Cluster:
+                  policy: str | None = None, host: str | None = None, wait: bool = True,
+                  accounts: str | os.PathLike | None = None) -> Cluster:
     """Start a local cluster (embedded Redis, scheduler, ``workers`` workers sharing ``gpus``
     slots; ``gpus="auto"`` finds GPUs), or join the one already running in the workspace.
+    ``accounts``: an accounts file (see README, "Accounts") the GPUs are shared by.
     Use as a context manager, or call ``.shutdown()``."""
     from ..execution.supervisor import Supervisor
 
@@ -139,6 +153,10 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
     try:
         store = reachable(settings)
         if store.r.exists(LEASE):
+            if accounts is not None:
+                from ..control.accounts import publish
+
+                publish(store, str(accounts))
             cluster = Cluster(settings, store)
             session.remember(cluster)
             return cluster
@@ -152,7 +170,8 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
             raise ValueError("gpus must be >= 0 or 'auto'")
     if workers < 1:
         raise ValueError("workers must be >= 1")
-    sup = Supervisor(settings, gpus=slots, workers=workers, policy=policy, host=host).start()
+    sup = Supervisor(settings, gpus=slots, workers=workers, policy=policy, host=host,
+                     accounts=None if accounts is None else str(accounts)).start()
     try:
         cluster = Cluster(settings, reachable(settings), sup)
         if wait:

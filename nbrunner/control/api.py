@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import InvalidRequest, NotFound
+from ..core.errors import Forbidden, InvalidRequest, NotFound
 from ..core.identity import Caller
 from ..core.keys import POLICY
 from ..core.models import STATUSES, JobRecord
@@ -135,6 +135,49 @@ class ClusterAPI:
             lists = p.execute()
         return [{"id": rec.id, "name": rec.name, "points": [json.loads(x) for x in raw]}
                 for rec, raw in zip(records, lists) if raw]
+
+    def accounts(self) -> dict[str, Any]:
+        """The accounts sharing the GPUs (``GET /accounts``, ``nbrunner share``): per account its
+        weight, guarantee, limit, demand, the GPUs it holds, its fair share, what it borrows or
+        lends, and the GPU-hours it used in the last 24 h and in total; the file it came from;
+        the accounts' GPUs over time.  No accounts: an empty list."""
+        from ..core.placement import demand_of
+        from ..core.shares import account_shares
+        from . import accounts
+
+        tree = accounts.current(self.store)
+        total = len(live_capacity(self.store).slots)
+        policy = self.store.r.get(POLICY) or "fairshare"
+        out: dict[str, Any] = {"accounts": [], "gpus_total": total, "policy": policy, "source": None,
+                               "loaded_at": None, "timeline": []}
+        if tree is None:
+            return out
+        live = self.store.all(("queued", "running"))
+        shares = account_shares(total, [demand_of(r) for r in live], policy, tree)
+        held: dict[str, int] = {}
+        for rec in live:
+            path = shares.account_of[rec.id]
+            held[path] = held.get(path, 0) + len(rec.slots)
+        used = accounts.usage(self.store)
+        for row in shares.accounts:
+            have, share = held.get(row["path"], 0), row["share"]
+            recent, ever = used.get(row["path"], (0.0, 0.0))
+            out["accounts"].append({
+                "name": row["name"], "path": row["path"], "weight": row["weight"], "guaranteed": row["guaranteed"],
+                "limit": row["limit"], "members": row["members"], "users": row["users"], "jobs": row["jobs"],
+                "demand": row["demand"], "share": share, "allocated": row["allocated"], "held": have,
+                "borrowed": max(0, have - share), "lent": max(0, share - have),
+                "gpu_hours_24h": round(recent, 4), "gpu_hours_total": round(ever, 4)})
+        return {**out, **accounts.source(self.store), "timeline": accounts.timeline(self.store)}
+
+    def reload_accounts(self, caller: Caller) -> dict[str, Any]:
+        """Read the accounts file again (admins only); the accounts as :meth:`accounts` shows them."""
+        from . import accounts
+
+        if not caller.admin:
+            raise Forbidden("only an admin can reload the accounts")
+        accounts.reload(self.store)
+        return self.accounts()
 
     def notebook_parameters(self, path: str, shown: str) -> list[dict[str, Any]]:
         """Names, default values, types and help of the ``parameters`` cell of the notebook at

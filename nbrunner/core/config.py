@@ -222,6 +222,12 @@ LEARNER_KILL_AFTER_S = 3.0
 LEARNER_STALLED_S = 0.5
 #: Seconds a learner request on another host may wait for a worker to claim it before it is cancelled.
 LEARNER_START_TIMEOUT_S = 30.0
+#: Changes of the accounts' held GPUs kept for the cluster view's chart.
+ACCOUNTS_TIMELINE_KEPT = 10_000
+#: Seconds an hour's bucket of account usage is kept (the last 24 h are summed from them).
+USAGE_BUCKETS_KEPT_S = 25 * 3600
+#: A longer gap between two scheduler passes (no scheduler ran) is not counted as GPU use.
+USAGE_MAX_PASS_GAP_S = 300.0
 #: Seconds a worker's learner agent waits before starting warm learner interpreters again.
 WARM_LEARNER_REFILL_S = 10.0
 #: Seconds papermill's per-cell limit adds to a job's timeout (a backstop: the deadline ends the job first).

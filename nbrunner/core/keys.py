@@ -17,6 +17,11 @@ INDEXED = PREFIX + "jobs:indexed"  # version of the status indexes the records w
 LEASE = PREFIX + "scheduler"  # the active scheduler's lease ("<host>.<pid>", with a TTL)
 POLICY = PREFIX + "policy"  # the allocation policy the active scheduler applies
 WORKERS = PREFIX + "workers"  # names of registered workers (each with a heartbeat key)
+ACCOUNTS = PREFIX + "accounts"  # hash: the published accounts file (text, source, loaded_at)
+USAGE = PREFIX + "usage"  # hash: account path -> GPU-seconds used in total (and per hour: usage:<hour>)
+USAGE_LAST = PREFIX + "usage:last"  # the time (Unix s) usage was last added up to
+ACCOUNTS_TIMELINE = PREFIX + "accounts:timeline"  # list of {"t", "gpus": {path: held}}, oldest first
+RECLAIM = PREFIX + "reclaim"  # hash: job id -> when its GPUs were first asked back (Unix s)
 
 
 def job_key(job_id: str) -> str:

@@ -128,12 +128,12 @@ class NbrunnerWorker(Worker):
                 self.prepare_kernel()
 
     def _check_current(self) -> None:
-        """Kill the work horse if its job was cancelled or handed to another worker."""
+        """Kill the work horse if its job was cancelled, preempted or handed to another worker."""
         cur = self.current
         if cur is None or not self.horse_pid:
             return
         rec = self.store.find(cur[0])
-        if rec is None or rec.attempt != cur[1] or rec.cancel_requested or (
+        if rec is None or rec.attempt != cur[1] or rec.cancel_requested or rec.phase == "preempting" or (
             rec.status != "queued" and rec.worker not in (None, self.name)
         ):
             log.warning("job %s is no longer this worker's: stopping it", cur[0])

@@ -276,6 +276,22 @@ class TimelineHandler(BaseHandler):
         self.reply({"jobs": self.api.timeline(self.caller)})
 
 
+class AccountsHandler(BaseHandler):
+    """``GET /accounts``: the accounts sharing the GPUs (empty without accounts)."""
+
+    @web.authenticated
+    def get(self) -> None:
+        self.reply(self.api.accounts())
+
+
+class AccountsReloadHandler(BaseHandler):
+    """``POST /accounts/reload`` (admins): read the accounts file again."""
+
+    @web.authenticated
+    def post(self) -> None:
+        self.reply(self.api.reload_accounts(self.caller))
+
+
 class ParametersHandler(BaseHandler):
     """Names and defaults of a notebook's ``parameters`` cell, for the submit dialog."""
 
@@ -468,6 +484,8 @@ def routes(host: type = JupyterRoute, api: str = API) -> list[tuple[str, type]]:
         (rf"{API}/jobs/{ID}/rerun/?", RerunHandler),
         (rf"{API}/cluster/?", ClusterHandler),
         (rf"{API}/cluster/timeline/?", TimelineHandler),
+        (rf"{API}/accounts/?", AccountsHandler),
+        (rf"{API}/accounts/reload/?", AccountsReloadHandler),
         (rf"{API}/notebook-parameters/?", ParametersHandler),
         (rf"{API}/sweeps/?", SweepsHandler),
         (rf"{API}/sweeps/(?P<sweep_id>[a-z0-9]{{1,32}})/?", SweepHandler),

@@ -179,6 +179,17 @@ PATHS: dict[str, dict[str, Any]] = {
                 "responses": {"200": _json({"type": "object", "properties": {
                     "jobs": {"type": "array", "items": OBJ}}}, "per job: id and points")}},
     },
+    "/accounts": {
+        "get": {"summary": "The accounts sharing the GPUs: per account weight, guarantee, limit, demand, GPUs held, "
+                           "fair share, borrowed or lent, GPU-hours used in the last 24 h and in total",
+                "responses": {"200": _json(_ref("Accounts"), "the accounts (an empty list without accounts)")}},
+    },
+    "/accounts/reload": {
+        "post": {"summary": "Read the accounts file again (admins)",
+                 "responses": {"200": _json(_ref("Accounts"), "the accounts as now published"),
+                               "400": _error("the file is bad (the line is named); nothing changed"),
+                               "403": _error("not an admin")}},
+    },
     "/notebook-parameters": {
         "get": {"summary": "Names and defaults of a notebook's parameters cell",
                 "parameters": [{**_query("path", {"type": "string"}, "notebook path relative to the server root"),
@@ -259,6 +270,30 @@ PATHS: dict[str, dict[str, Any]] = {
     },
 }
 
+_NUM = {"type": "number"}
+_INT = {"type": "integer"}
+ACCOUNTS = {
+    "type": "object", "required": ["accounts", "gpus_total", "policy"],
+    "properties": {
+        "accounts": {"type": "array", "description": "parents first, in file order; default last", "items": {
+            "type": "object", "properties": {
+                "name": {"type": "string"}, "path": {"type": "string", "description": "names from the top, joined by /"},
+                "weight": _NUM, "guaranteed": _INT, "limit": {"type": "integer", "nullable": True},
+                "members": {"type": "array", "items": {"type": "string"}}, "users": _INT, "jobs": _INT,
+                "demand": {"type": "integer", "description": "the sum of its jobs' max_gpus"},
+                "share": {"type": "integer", "description": "its fair share of the GPUs"},
+                "allocated": {"type": "integer", "description": "the GPUs the policy gives it now"},
+                "held": {"type": "integer", "description": "the GPUs its jobs hold now"},
+                "borrowed": _INT, "lent": _INT, "gpu_hours_24h": _NUM, "gpu_hours_total": _NUM}}},
+        "gpus_total": _INT, "policy": {"type": "string"},
+        "source": {"type": "string", "nullable": True, "description": "the accounts file"},
+        "loaded_at": {"type": "string", "format": "date-time", "nullable": True},
+        "timeline": {"type": "array", "description": "changes of the accounts' held GPUs, oldest first",
+                     "items": {"type": "object", "properties": {"t": {"type": "string", "format": "date-time"},
+                                                                "gpus": OBJ}}},
+    },
+}
+
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.0.3",
     "info": {"title": "nbrunner", "version": "1",
@@ -269,7 +304,7 @@ DOCUMENT: dict[str, Any] = {
     "paths": PATHS,
     "components": {"schemas": {
         "Job": JOB, "JobRequest": JOB_REQUEST, "Sweep": SWEEP, "Schedule": SCHEDULE,
-        "ScheduleRequest": SCHEDULE_REQUEST, "ModelServer": MODEL_SERVER,
+        "ScheduleRequest": SCHEDULE_REQUEST, "ModelServer": MODEL_SERVER, "Accounts": ACCOUNTS,
         "Error": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
     }},
 }
