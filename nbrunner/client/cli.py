@@ -440,6 +440,8 @@ def service(port: Optional[int] = typer.Option(None, "--port", min=1, max=65535,
                                                help="port (default: that of the service's url in the hub config)"),
             admin_group: Optional[str] = typer.Option(None, "--admin-group",
                                                       help="a hub group whose members see and change every job"),
+            accounts: Optional[Path] = typer.Option(None, "--accounts", metavar="ACCOUNTS.yaml",
+                                                    help="accounts that share the GPUs (SIGHUP reads the file again)"),
             workspace: Optional[Path] = DirOption) -> None:
     """Serve the REST API to a JupyterHub's users, as a hub-managed service (README: On a JupyterHub)."""
     import importlib.util
@@ -448,7 +450,7 @@ def service(port: Optional[int] = typer.Option(None, "--port", min=1, max=65535,
         print("nbrunner: nbrunner service needs the jupyterhub package: pip install 'nbrunner[hub]'", file=sys.stderr)
         raise Exit(2)
     args = [*(["--port", str(port)] if port else []), *(["--admin-group", admin_group] if admin_group else []),
-            *(["--dir", str(workspace)] if workspace else [])]
+            *(["--dir", str(workspace)] if workspace else []), *(["--accounts", str(accounts)] if accounts else [])]
     # the server layer stands above this one: it runs in this process's place (the hub keeps its pid)
     os.execv(sys.executable, [sys.executable, "-m", "nbrunner.server.hub_service", *args])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 
 from ..control.api import ClusterAPI
@@ -43,7 +43,7 @@ class Cluster:
     def submit(self, notebook: str | os.PathLike, parameters: dict[str, Any] | None = None, *,
                name: str | None = None, min_gpus: int = 0, max_gpus: int | None = None, priority: int = PRIORITY_DEFAULT,
                timeout: float | None = None, kernel: str | None = None, owner: str | None = None,
-               groups: list[str] | None = None, **extra: Any) -> Job:
+               groups: Sequence[str] = (), **extra: Any) -> Job:
         """Queue ``notebook`` with ``parameters``; returns its :class:`Job`.  ``owner`` and ``groups``:
         whose job it is (default: this process's user), and their groups (which may decide its account)."""
         request = {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},

@@ -82,27 +82,29 @@ def take(r: redis.Redis, job_id: str, slot: Slot) -> bool:
 
 
 def release(r: redis.Redis, job_id: str, slots: Iterable[Slot], reason: str = "release") -> list[Slot]:
-    """Drop ``job_id``'s hold on ``slots`` (only those it holds); returns what was released."""
-    done = []
-    for slot in slots:
-        name = slot_name(tuple(slot))
-        with r.pipeline() as p:
-            while True:
-                try:
-                    p.watch(HOLDINGS)
-                    if p.hget(HOLDINGS, name) != job_id:
-                        p.reset()
-                        break
-                    p.multi()
-                    p.hdel(HOLDINGS, name)
-                    p.xadd(SLOTLOG, {"t": time.time(), "job": job_id, "slot": name, "action": reason},
+    """Drop ``job_id``'s hold on ``slots`` (only those it holds), all at once (a scheduler pass
+    never sees part of a release); returns what was released."""
+    names = {slot_name(tuple(slot)): tuple(slot) for slot in slots}
+    if not names:
+        return []
+    with r.pipeline() as p:
+        while True:
+            try:
+                p.watch(HOLDINGS)
+                held = [n for n, holder in zip(names, p.hmget(HOLDINGS, list(names))) if holder == job_id]
+                if not held:
+                    p.reset()
+                    return []
+                p.multi()
+                p.hdel(HOLDINGS, *held)
+                now = time.time()
+                for name in held:
+                    p.xadd(SLOTLOG, {"t": now, "job": job_id, "slot": name, "action": reason},
                            maxlen=SLOTLOG_MAXLEN, approximate=True)
-                    p.execute()
-                    done.append(tuple(slot))
-                    break
-                except redis.WatchError:
-                    continue
-    return done
+                p.execute()
+                return [names[n] for n in held]
+            except redis.WatchError:
+                continue
 
 
 def sync_slots(store: JobStore, job_id: str) -> None:

@@ -39,7 +39,9 @@ from tornado import web
 from tornado.httpserver import HTTPServer
 
 from ..control.api import ClusterAPI
+from ..core.accounts import read_accounts
 from ..core.discovery import resolve
+from ..core.errors import NbrunnerError
 from ..core.identity import Caller, hub_caller
 from .handlers import routes
 from .model_servers import ModelServers
@@ -151,21 +153,46 @@ def listen_address(port: int | None) -> tuple[str, int]:
     return url.hostname or "127.0.0.1", port or url.port or DEFAULT_PORT
 
 
-def serve(port: int | None = None, admin_group: str | None = None, workspace: str | None = None) -> int:
+def serve(port: int | None = None, admin_group: str | None = None, workspace: str | None = None,
+          accounts: str | None = None) -> int:
     """Run the service until SIGTERM or SIGINT (the hub stops its services with SIGTERM); returns
-    the exit code: 2 outside a hub."""
+    the exit code: 2 outside a hub or with a bad accounts file (its line named)."""
     if not os.environ.get("JUPYTERHUB_API_TOKEN"):
         print("nbrunner: nbrunner service runs as a JupyterHub service and found no JUPYTERHUB_API_TOKEN: "
               "start it from c.JupyterHub.services (see the README, On a JupyterHub)", file=sys.stderr)
         return 2
+    if accounts is not None:
+        try:
+            read_accounts(accounts)
+        except NbrunnerError as exc:
+            print(f"nbrunner: {exc}", file=sys.stderr)
+            return 2
     logging.basicConfig(level=logging.INFO, format="[%(levelname).1s %(asctime)s %(name)s] %(message)s")
-    asyncio.run(_serve(listen_address(port), admin_group, workspace))
+    asyncio.run(_serve(listen_address(port), admin_group, workspace, accounts))
     return 0
 
 
-async def _serve(address: tuple[str, int], admin_group: str | None, workspace: str | None) -> None:
+def _publish_accounts(api: ClusterAPI, path: str) -> None:
+    """Make the accounts file the cluster's (at start: once the cluster answers; on SIGHUP again).
+    A bad file is logged and changes nothing."""
+    from ..control.accounts import publish
+
+    try:
+        publish(api.store, path)
+        log.info("accounts published from %s", path)
+    except NbrunnerError as exc:
+        log.warning("accounts not published: %s", exc)
+
+
+async def _serve(address: tuple[str, int], admin_group: str | None, workspace: str | None,
+                 accounts: str | None = None) -> None:
     hub_auth = HubOAuth(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=AUTH_CACHE_S)
     app = make_app(hub_auth, workspace, admin_group)
+    loop = asyncio.get_running_loop()
+    if accounts is not None:
+        api = app.settings["nbrunner_api"]
+        await loop.run_in_executor(None, _publish_accounts, api, accounts)
+        loop.add_signal_handler(signal.SIGHUP, lambda: loop.run_in_executor(None, _publish_accounts, api, accounts))
     server = HTTPServer(app, xheaders=True)  # behind the hub's proxy: the client's address from its headers
     server.listen(address[1], address[0])
     stopped = asyncio.Event()
@@ -185,8 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int)
     parser.add_argument("--admin-group")
     parser.add_argument("--dir")
+    parser.add_argument("--accounts")
     args = parser.parse_args(argv)
-    return serve(args.port, args.admin_group, args.dir)
+    return serve(args.port, args.admin_group, args.dir, args.accounts)
 
 
 if __name__ == "__main__":

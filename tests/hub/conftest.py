@@ -57,10 +57,20 @@ def hub_spawner() -> str:
     return "simple"
 
 
+ACCOUNTS = """accounts:
+  - {name: vision, weight: 3, members: ["@vision"]}
+  - {name: ml, weight: 1, members: ["@ml-team", erin]}
+"""
+
+
 @pytest.fixture(scope="package")
-def hub(hub_cluster, hub_spawner):
-    """The running hub, with USERS created."""
-    with Hub(hub_cluster.settings.env(), admins=["hubadmin"], spawner=hub_spawner) as running:
+def hub(hub_cluster, hub_spawner, hub_workspace):
+    """The running hub, with USERS created; its service shares the GPUs by the accounts of ACCOUNTS
+    (hub groups decide who is in which)."""
+    accounts = hub_workspace / "accounts.yaml"
+    accounts.write_text(ACCOUNTS)
+    extra = f"service['command'] += ['--accounts', {str(accounts)!r}]"
+    with Hub(hub_cluster.settings.env(), admins=["hubadmin"], spawner=hub_spawner, extra_config=extra) as running:
         for name, groups in USERS.items():
             running.add_user(name, groups)
         yield running
