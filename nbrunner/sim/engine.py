@@ -35,6 +35,10 @@ Scheduling (documented choices; performance and work are in ``nbrunner.sim.apps`
   ``restart_pause`` seconds (GPUs held, no progress; default 30 s, the Pollux
   simulator's figure). ``restarts`` counts every change of a job's GPU count
   after its first start (resizes, preemptions and restarts).
+* ``accounts``: an accounts tree (as ``nbrunner.allocate`` takes it); each job's
+  ``owner`` (and ``groups``) places it in an account and the elastic policies and
+  ``static`` divide the GPUs down the tree (``allocate(..., accounts=TREE)``); the result
+  has a row per account (``nbrunner.sim.accounts``). ``tiresias`` has no accounts.
 * Metrics: JCT = finish - submit; p99 by linear interpolation; makespan = last
   finish - first submit; utilization = allocated GPU-seconds / (GPUs x makespan).
 """
@@ -48,6 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nbrunner.core.accounts import AccountTree, accounts_tree
 from nbrunner.core.allocate import allocate
 
 from .adapt import BatchAdaptation
@@ -73,6 +78,7 @@ class SimResult:
     makespan_s: float
     gpu_seconds: float
     jobs: list[Job] = field(repr=False, default_factory=list)
+    accounts: list[dict] = field(default_factory=list)  # per account, with an accounts tree
 
     @property
     def avg_jct_s(self) -> float:
@@ -90,15 +96,17 @@ class SimResult:
     def restarts(self) -> int:
         return sum(j.restarts for j in self.jobs)
 
-    def metrics(self) -> dict[str, float]:
-        return {"avg_jct_s": self.avg_jct_s, "p99_jct_s": self.p99_jct_s,
-                "makespan_s": self.makespan_s, "gpu_utilization": self.gpu_utilization,
-                "restarts": self.restarts}
+    def metrics(self) -> dict:
+        out = {"avg_jct_s": self.avg_jct_s, "p99_jct_s": self.p99_jct_s,
+               "makespan_s": self.makespan_s, "gpu_utilization": self.gpu_utilization,
+               "restarts": self.restarts}
+        return {**out, "accounts": self.accounts} if self.accounts else out
 
 
 def simulate(workload: str | os.PathLike | list[Job], gpus: int = 64, policy: str = "fairshare", *,
              traces: str | os.PathLike | None = None, restart_pause: float = 30.0,
-             interval: float = 60.0, attained: bool = True, adaptive_batch: bool = False) -> SimResult:
+             interval: float = 60.0, attained: bool = True, adaptive_batch: bool = False,
+             accounts: dict | AccountTree | None = None) -> SimResult:
     """Replay a workload (a CSV path or jobs) on ``gpus`` GPUs under ``policy`` and return the metrics.
 
     ``traces`` defaults to the ``traces`` directory beside the workload's
@@ -106,9 +114,13 @@ def simulate(workload: str | os.PathLike | list[Job], gpus: int = 64, policy: st
     replays ``goodput`` without attained service (every job in its first queue:
     the goodput policy before short work first), for comparisons.
     ``adaptive_batch`` lets the elastic policies' jobs pick their batch by goodput.
+    ``accounts``: an accounts tree the GPUs are divided down (see the module docstring).
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
+    tree = None if accounts is None else accounts_tree(accounts)
+    if tree is not None and policy == "tiresias":
+        raise ValueError("the tiresias policy has no accounts: use static, fairshare, priority or goodput")
     if gpus < 1:
         raise ValueError("gpus must be >= 1")
     if isinstance(workload, list):
@@ -131,7 +143,12 @@ def simulate(workload: str | os.PathLike | list[Job], gpus: int = 64, policy: st
         j.queued_at = j.submit
     if not jobs:
         return SimResult(policy, gpus, np.zeros(0), 0.0, 0.0, [])
-    return _Replay(jobs, apps, gpus, policy, restart_pause, interval, attained, adapt).run()
+    res = _Replay(jobs, apps, gpus, policy, restart_pause, interval, attained, adapt, tree).run()
+    if tree is not None:
+        from .accounts import account_results
+
+        res.accounts = account_results(tree, res.jobs)
+    return res
 
 
 _ADAPTATIONS: dict[int, BatchAdaptation] = {}
@@ -148,8 +165,8 @@ class _Replay:
     """One replay's state: the clock, the active jobs and the policy's bookkeeping."""
 
     def __init__(self, jobs: list[Job], apps: dict[str, AppModel], gpus: int, policy: str, restart_pause: float,
-                 interval: float, attained: bool, adapt: dict[str, BatchAdaptation]):
-        self.jobs, self.apps, self.gpus, self.policy, self.adapt = jobs, apps, gpus, policy, adapt
+                 interval: float, attained: bool, adapt: dict[str, BatchAdaptation], tree: AccountTree | None):
+        self.jobs, self.apps, self.gpus, self.policy, self.adapt, self.tree = jobs, apps, gpus, policy, adapt, tree
         self.pause, self.interval, self.feed_attained = restart_pause, interval, attained
         self.arrivals = sorted(jobs, key=lambda j: (j.submit, j.idx))
         self.t0 = self.now = self.arrivals[0].submit
@@ -228,7 +245,7 @@ class _Replay:
             grant = self._tiresias()
         else:
             policy = "fairshare" if self.policy == "static" else self.policy
-            grant = allocate(self.gpus, [self._demand(j) for j in self.active.values()], policy)
+            grant = allocate(self.gpus, [self._demand(j) for j in self.active.values()], policy, accounts=self.tree)
         self.dirty = False
         for idx, g in grant.items():
             if g != self.active[idx].gpus:
@@ -244,7 +261,7 @@ class _Replay:
         else:
             lo, hi = 1, j.max_gpus
         d = {"id": j.idx, "min_gpus": lo, "max_gpus": hi, "priority": DEFAULT_PRIORITY, "submitted_at": j.submit,
-             "running": j.gpus > 0}
+             "running": j.gpus > 0, "owner": j.owner or "-", "groups": j.groups}
         if self.policy == "goodput":
             d.update(throughput=j.measured, gpus=j.gpus, pause_s=self.pause)
             if self.feed_attained:

@@ -70,14 +70,18 @@ class Job:
     queue: int = 0  # tiresias queue
     queued_at: float = 0.0  # arrival in the current tiresias queue
     measured: dict = field(default_factory=dict)  # gpus -> samples/s seen (goodput)
+    owner: str = ""  # who submitted it (optional column): with an accounts tree, it decides its account
+    groups: tuple[str, ...] = ()  # the owner's groups (optional column, separated by ";")
 
     def fresh(self) -> Job:
         """The same workload row with no simulation state."""
-        return Job(self.idx, self.name, self.submit, self.app, self.replicas, self.batch)
+        return Job(self.idx, self.name, self.submit, self.app, self.replicas, self.batch, owner=self.owner,
+                   groups=self.groups)
 
 
 def load_workload(path: str | os.PathLike) -> list[Job]:
-    """Jobs of a workload CSV (``name,time,application,num_replicas,batch_size``)."""
+    """Jobs of a workload CSV (``name,time,application,num_replicas,batch_size``, and optionally
+    ``owner`` and ``groups``: ``;``-separated)."""
     jobs = []
     with open(path, newline="") as f:
         for i, row in enumerate(csv.DictReader(f)):
@@ -86,19 +90,24 @@ def load_workload(path: str | os.PathLike) -> list[Job]:
                 raise ValueError(f"{path}: row {i + 2} lacks {', '.join(missing)}")
             try:
                 jobs.append(Job(i, row["name"], float(row["time"]), row["application"].strip(),
-                                int(row["num_replicas"]), int(row["batch_size"])))
+                                int(row["num_replicas"]), int(row["batch_size"]),
+                                owner=(row.get("owner") or "").strip(),
+                                groups=tuple(g for g in (row.get("groups") or "").split(";") if g.strip())))
             except ValueError:
                 raise ValueError(f"{path}: row {i + 2} is not name,time,application,num_replicas,batch_size") from None
     return jobs
 
 
 def write_workload(path: str | os.PathLike, jobs: list[Job]) -> None:
-    """Write jobs as a workload CSV (times rounded to whole seconds)."""
+    """Write jobs as a workload CSV (times rounded to whole seconds; ``owner`` and ``groups`` when
+    a job has them)."""
+    owned = any(j.owner or j.groups for j in jobs)
     with open(path, "w", newline="") as f:
         out = csv.writer(f, lineterminator="\n")
-        out.writerow(_COLUMNS)
+        out.writerow(_COLUMNS + (("owner", "groups") if owned else ()))
         for j in jobs:
-            out.writerow((j.name, f"{j.submit:.0f}", j.app, j.replicas, j.batch))
+            row = (j.name, f"{j.submit:.0f}", j.app, j.replicas, j.batch)
+            out.writerow(row + ((j.owner, ";".join(j.groups)) if owned else ()))
 
 
 def bundled_workloads() -> list[Path]:

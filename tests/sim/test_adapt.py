@@ -99,9 +99,9 @@ def test_goodput_sees_goodput_at_this_epochs_efficiency(toy_app, monkeypatch):
     seen = []
     real = engine.allocate
 
-    def spy(total, demands, policy="fairshare"):
+    def spy(total, demands, policy="fairshare", **kw):
         seen.extend(dict(d["throughput"]) for d in demands)
-        return real(total, demands, policy)
+        return real(total, demands, policy, **kw)
 
     monkeypatch.setattr(engine, "allocate", spy)
     res = simulate(path, 4, "goodput", restart_pause=1.0, adaptive_batch=True)

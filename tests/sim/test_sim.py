@@ -210,10 +210,10 @@ def test_goodput_only_sees_sizes_the_job_ran(toy, monkeypatch):
     seen = []
     real = engine.allocate
 
-    def spy(total, demands, policy="fairshare"):
+    def spy(total, demands, policy="fairshare", **kw):
         for d in demands:
             seen.append((d["gpus"], dict(d["throughput"])))
-        return real(total, demands, policy)
+        return real(total, demands, policy, **kw)
 
     monkeypatch.setattr(engine, "allocate", spy)
     rows = [("long-0", 0, "long", 4, 32)] + [(f"short-{i}", 5 + 20 * i, "short", 2, 32) for i in range(3)]
@@ -234,9 +234,9 @@ def test_goodput_is_fed_attained_service(toy, monkeypatch):
     calls = []
     real = engine.allocate
 
-    def spy(total, demands, policy="fairshare"):
+    def spy(total, demands, policy="fairshare", **kw):
         calls.append({d["id"]: (d.get("attained"), d["gpus"]) for d in demands})
-        return real(total, demands, policy)
+        return real(total, demands, policy, **kw)
 
     monkeypatch.setattr(engine, "allocate", spy)
     rows = [("long-0", 0, "long", 4, 32), ("short-1", 100, "short", 2, 32)]
