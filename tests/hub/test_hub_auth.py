@@ -132,13 +132,16 @@ def test_outside_a_hub_the_service_refuses_to_start():
 
 def test_the_hub_runs_the_service_as_the_repository_config_says(hub):
     """The service process is `nbrunner service --port P --admin-group nbrunner-admins` from the
-    repository's config, with the cluster's variables passed on by it."""
+    repository's config (and the accounts file the tests add), with the cluster's variables passed
+    on by it."""
     import psutil
 
     hub_proc = psutil.Process(hub.proc.pid)
     service = wait_for(lambda: next((p for p in hub_proc.children() if "hub_service" in " ".join(p.cmdline())), None),
                        30, what="the service process")
-    assert service.cmdline()[-4:] == ["--port", str(hub.service_port), "--admin-group", "nbrunner-admins"]
+    args = service.cmdline()[-6:]
+    assert args[:4] == ["--port", str(hub.service_port), "--admin-group", "nbrunner-admins"]
+    assert args[4] == "--accounts" and args[5].endswith("accounts.yaml")
     env = service.environ()
     assert env["NBRUNNER_REDIS_URL"] == hub.cluster_env["NBRUNNER_REDIS_URL"]
     assert env["JUPYTERHUB_SERVICE_PREFIX"] == "/services/nbrunner/"
