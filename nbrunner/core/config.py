@@ -222,6 +222,10 @@ LEARNER_KILL_AFTER_S = 3.0
 LEARNER_STALLED_S = 0.5
 #: Seconds a learner request on another host may wait for a worker to claim it before it is cancelled.
 LEARNER_START_TIMEOUT_S = 30.0
+#: Seconds ``nbrunner service`` reuses the hub's answer for a token (a revoked token works at most this long).
+HUB_AUTH_CACHE_S = 60
+#: The port of ``nbrunner service`` when neither ``--port`` nor the service's url in the hub config gives one.
+SERVICE_PORT = 10101
 #: Changes of the accounts' held GPUs kept for the cluster view's chart.
 ACCOUNTS_TIMELINE_KEPT = 10_000
 #: Seconds an hour's bucket of account usage is kept (the last 24 h are summed from them).

@@ -39,6 +39,7 @@ from tornado import web
 from tornado.httpserver import HTTPServer
 
 from ..control.api import ClusterAPI
+from ..core.config import HUB_AUTH_CACHE_S, SERVICE_PORT
 from ..core.accounts import read_accounts
 from ..core.discovery import resolve
 from ..core.errors import NbrunnerError
@@ -46,8 +47,6 @@ from ..core.identity import Caller, hub_caller
 from .handlers import routes
 from .model_servers import ModelServers
 
-AUTH_CACHE_S = 60  # a token's answer from the hub is reused this long (so a revoked token works at most this long)
-DEFAULT_PORT = 10101  # when neither --port nor the service's url in the hub config gives one
 log = logging.getLogger("nbrunner.service")
 
 
@@ -149,8 +148,8 @@ def make_app(hub_auth: HubOAuth, workspace: str | None = None, admin_group: str 
 def listen_address(port: int | None) -> tuple[str, int]:
     """Where to listen: the host and port of the service's ``url`` in the hub config
     (``JUPYTERHUB_SERVICE_URL``), ``port`` overriding the port."""
-    url = urlsplit(os.environ.get("JUPYTERHUB_SERVICE_URL") or f"http://127.0.0.1:{DEFAULT_PORT}")
-    return url.hostname or "127.0.0.1", port or url.port or DEFAULT_PORT
+    url = urlsplit(os.environ.get("JUPYTERHUB_SERVICE_URL") or f"http://127.0.0.1:{SERVICE_PORT}")
+    return url.hostname or "127.0.0.1", port or url.port or SERVICE_PORT
 
 
 def serve(port: int | None = None, admin_group: str | None = None, workspace: str | None = None,
@@ -186,7 +185,7 @@ def _publish_accounts(api: ClusterAPI, path: str) -> None:
 
 async def _serve(address: tuple[str, int], admin_group: str | None, workspace: str | None,
                  accounts: str | None = None) -> None:
-    hub_auth = HubOAuth(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=AUTH_CACHE_S)
+    hub_auth = HubOAuth(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=HUB_AUTH_CACHE_S)
     app = make_app(hub_auth, workspace, admin_group)
     loop = asyncio.get_running_loop()
     if accounts is not None:

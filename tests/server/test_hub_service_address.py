@@ -2,7 +2,8 @@
 (JUPYTERHUB_SERVICE_URL), --port overriding the port."""
 from __future__ import annotations
 
-from nbrunner.server.hub_service import DEFAULT_PORT, listen_address
+from nbrunner.core.config import SERVICE_PORT as DEFAULT_PORT
+from nbrunner.server.hub_service import listen_address
 
 
 def test_the_hub_configs_url_gives_host_and_port(monkeypatch):
