@@ -10,19 +10,23 @@ a transition atomically; :mod:`nbrunner.control.actions` carries out its actions
 States: the status users see (:class:`~nbrunner.core.models.JobStatus`) refined by the
 phase (:class:`~nbrunner.core.models.JobPhase`)::
 
-    queued/waiting --Dispatch--> queued/dispatched --Start--> running/running
-          ^    <--Undispatch--                                  |  Finish, Fail, Timeout
-          |                                                     v
-          +--WorkerLost, ReleaseConfirmed (retries left)-- {completed,failed,cancelled}/stopping
-                                                                |  ReleaseConfirmed, Cancelled
-                                                                v
-                                                          finished/ended --Purge--> (removed)
+    queued/waiting --Dispatch--> queued/dispatched --Start--> running/running --Preempt--> running/preempting
+          ^    <--Undispatch--                                  |  Finish, Fail, Timeout         |
+          |                                                     v                               |
+          +--WorkerLost, ReleaseConfirmed (a retry, or a preemption: waits again) --------------+
+          |                                    {completed,failed,cancelled}/stopping
+          +--WorkerLost, ReleaseConfirmed (retries left) ---------+  |  ReleaseConfirmed, Cancelled
+                                                                     v
+                                                               finished/ended --Purge--> (removed)
 
 ``CancelRequested`` and ``Quarantine`` end a job from any unfinished state (``stopping`` if a
-worker runs it, else ``ended``).  Invariants (tests/core/test_lifecycle.py checks them over
-random event sequences): a finished job has ``finished_at``, an unfinished one has none; a
-job in ``ended`` holds no slot; ``error`` is set only on failed or cancelled jobs; ``history``
-has one entry per status change; a job starts at most ``retries + 1`` times.
+worker runs it, else ``ended``).  Bookkeeping events (``Progress``, ``SetPriority``,
+``Position``, ``SlotsHeld``, ``Declare``, ``TrainingOver``, ``Shrunk``, ``SetAccount``,
+``StoppedEarly``) change a record within its state.  Invariants (tests/core/test_lifecycle.py
+checks them over random event sequences): a finished job has ``finished_at``, an unfinished one
+has none; a job in ``ended`` holds no slot; ``error`` is set only on failed or cancelled jobs;
+``history`` has one entry per status change; a job starts at most ``retries + preempted + 1``
+times (a preemption spends no retry).
 """
 from __future__ import annotations
 
