@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 ENV_WORKSPACE = "NBRUNNER_WORKSPACE"
 ENV_REDIS_URL = "NBRUNNER_REDIS_URL"
@@ -13,6 +14,10 @@ ENV_STORAGE = "NBRUNNER_STORAGE"
 ENV_LEARNER_LOADED = "NBRUNNER_LEARNER_LOADED"
 
 STATE_DIR = ".nbrunner"
+# a workspace whose jobs run as their owners: its embedded Redis wants this password (only nbrunner's
+# own processes can read it, in the 0700 state directory) on a socket the jobs can reach
+PASSWORD_FILE = "redis.password"
+SOCKET_DIR = ".nbrunner-socket"
 JOB_GRACE_S = 30  # rq kills a job's work horse this long after the job's own timeout
 
 
@@ -40,7 +45,7 @@ class Settings:
 
     @property
     def socket_path(self) -> Path:
-        return self.state_dir / "redis.sock"
+        return embedded_socket(self.state_dir, embedded_password(self.state_dir) is not None)
 
     @property
     def embedded(self) -> bool:
@@ -49,7 +54,7 @@ class Settings:
     @property
     def url(self) -> str:
         """The Redis URL clients use (the embedded server's unix socket when none is set)."""
-        return self.redis_url or f"unix://{self.socket_path}"
+        return self.redis_url or embedded_url(self.state_dir)
 
     def job_dir(self, job_id: str) -> Path:
         return self.storage / job_id
@@ -57,6 +62,28 @@ class Settings:
     def env(self) -> dict[str, str]:
         """Environment that makes a child process see this same cluster."""
         return {ENV_WORKSPACE: str(self.workspace), ENV_STORAGE: str(self.storage), ENV_REDIS_URL: self.url}
+
+
+def embedded_password(state_dir: Path) -> str | None:
+    """The password of the workspace's embedded Redis (None: it wants none, or this process may
+    not know it)."""
+    try:
+        return (state_dir / PASSWORD_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def embedded_socket(state_dir: Path, shared: bool) -> Path:
+    """The embedded Redis's socket: in the private state directory, or, when it is shared with the
+    jobs' own processes (password-protected), in a directory beside it that they can reach."""
+    return state_dir.parent / SOCKET_DIR / "redis.sock" if shared else state_dir / "redis.sock"
+
+
+def embedded_url(state_dir: Path) -> str:
+    """The URL of the workspace's embedded Redis, with its password if it has one."""
+    password = embedded_password(state_dir)
+    auth = f":{quote(password, safe='')}@" if password else ""
+    return f"unix://{auth}{embedded_socket(state_dir, password is not None)}"
 
 
 def redact(url: str) -> str:
