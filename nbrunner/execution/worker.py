@@ -241,11 +241,10 @@ class NbrunnerWorker(Worker):
                 agent = getattr(self, "agent", None)
                 keep = agent.pids() if agent else set()  # other jobs' learners stay
                 kill_children(keep=keep | ({self.spare.forkserver.pid} if self.spare.forkserver.alive() else set()))
-                if self.run_as_owner:
+                if self.run_as_owner:  # before the release is confirmed: whoever sees it finds it done
                     self._revoke(job_id)
-                self._settle(job_id, attempt)
-                if self.run_as_owner:
                     self._hand_over(job_id)
+                self._settle(job_id, attempt)
                 with self._spare_lock:
                     self.spare.discard()  # single use: killed above with the job's leftovers, used or not
                 self.prepare_kernel()
