@@ -55,9 +55,9 @@ def write_output_html(job_dir: Path) -> Path | None:
         return None
     try:
         from .notebooks import load_nbformat
-        from .safe_write import open_no_link, write_into
+        from .safe_write import open_beneath, write_into
 
-        with open_no_link(source, "r") as f:
+        with open_beneath(job_dir, source.name, mode="r") as f:
             nb = load_nbformat().read(f, as_version=4)
         # Without the saved widget state nbconvert shows each widget's own static fallback
         # (e.g. the jobs monitor's text/html table); with it, it emits views that need the

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from tornado import web
 from tornado.ioloop import IOLoop
 
 from ..control.api import ClusterAPI
-from ..control.job_files import DOWNLOADS, download_file, download_name, zip_dir
+from ..control.job_files import DOWNLOADS, copy_file, download_file, download_name, zip_dir
 from ..core.errors import InvalidRequest, NbrunnerError, NotFound
 from ..core.identity import Caller, local_caller
 from ..core.limits import MAX_INT64, bad_input, loads_json
@@ -232,17 +231,12 @@ class DownloadHandler(BaseHandler):
             if path is None:  # zipping a large directory must not stall other users' requests
                 await self.in_thread(zip_dir, job_dir, tmp)
             else:
-                await self.in_thread(_copy, path, tmp)
+                await self.in_thread(copy_file, path, tmp)
             tmp.seek(0)
             while chunk := tmp.read(CHUNK):
                 self.write(chunk)
                 await self.flush()
         self.finish()
-
-
-def _copy(path: Path, out) -> None:
-    with open(path, "rb") as f:
-        shutil.copyfileobj(f, out)
 
 
 class RerunHandler(BaseHandler):

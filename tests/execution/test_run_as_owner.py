@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import secrets
 import stat
 import subprocess
@@ -27,7 +26,7 @@ from nbrunner.core.keys import WORKERS, job_key, worker_key
 from nbrunner.core.store import reachable
 from nbrunner.execution.supervisor import Supervisor
 
-from support import REPO, make_notebook, short_tmpdir, wait_for
+from support import REPO, make_notebook, short_tmpdir, unix_accounts, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -91,10 +90,6 @@ history = ElasticTrainer(model, get_datasets, nn.CrossEntropyLoss(), torch.optim
 print("trained", history.epochs[-1]["val_accuracy"])"""
 
 
-def sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, check=check)
-
-
 def as_user(user: str, code: str, *args: str) -> subprocess.CompletedProcess:
     """``python -c code args`` as ``user`` (a fresh login environment, this test's Python)."""
     return subprocess.run(["runuser", "-u", user, "--", sys.executable, "-c", code, *args], capture_output=True,
@@ -108,35 +103,11 @@ def can_read(user: str, path: Path) -> bool:
     return p.returncode == 0
 
 
-def traversable(paths: list[Path]) -> list[tuple[Path, int]]:
-    """Give others ``x`` on every ancestor of ``paths`` that lacks it; returns what to restore."""
-    changed = []
-    for path in paths:
-        for d in [path, *path.parents] if path.is_dir() else path.parents:
-            mode = stat.S_IMODE(os.stat(d).st_mode)
-            if not mode & 0o001 and d not in [c for c, _ in changed]:
-                os.chmod(d, mode | 0o001)
-                changed.append((d, mode))
-    return changed
-
-
 @pytest.fixture(scope="module")
 def accounts():
-    """alice and bob (with homes), and a service account in the group that owns the storage; the
-    test users may execute this Python and import this tree; all undone at the end."""
-    restore = traversable([Path(os.path.realpath(sys.executable)), Path(sys.prefix), REPO])
-    try:
-        sh("groupadd", SERVICE)
-        sh("useradd", "-m", "-s", "/bin/bash", ALICE)
-        sh("useradd", "-m", "-s", "/bin/bash", BOB)
-        sh("useradd", "-M", "-g", SERVICE, SERVICE)
-        yield {name: pwd.getpwnam(name) for name in (ALICE, BOB, SERVICE)}
-    finally:
-        for name in (ALICE, BOB, SERVICE):
-            sh("userdel", "-f", "-r", name, check=False)
-        sh("groupdel", SERVICE, check=False)
-        for d, mode in reversed(restore):
-            os.chmod(d, mode)
+    """alice and bob (with homes), and a service account in the group that owns the storage."""
+    with unix_accounts(ALICE, BOB, service=SERVICE) as made:
+        yield made
 
 
 @pytest.fixture(scope="module")
