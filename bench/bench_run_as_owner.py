@@ -18,22 +18,10 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-import nbformat
-
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 IDLE_S = 2.0
 REPEATS = 5
-
-
-def _notebook(path: Path) -> Path:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    cell = nbformat.v4.new_code_cell("X = 1")
-    cell.metadata["tags"] = ["parameters"]
-    nb.cells = [cell, nbformat.v4.new_code_cell("print(X)")]
-    nbformat.write(nb, str(path))
-    return path
 
 
 def _seconds(start: str, end: str) -> float:
@@ -42,6 +30,7 @@ def _seconds(start: str, end: str) -> float:
 
 def _measure(run_as_owner: bool, owner: str) -> tuple[float, float]:
     """Medians of submit -> completed and of the horse's part, on a fresh cluster."""
+    from bench_jobs import trivial_notebook
     from nbrunner.client.cluster import Cluster
     from nbrunner.core.config import Settings
     from nbrunner.core.store import reachable
@@ -49,7 +38,7 @@ def _measure(run_as_owner: bool, owner: str) -> tuple[float, float]:
 
     ws = Path(tempfile.mkdtemp(prefix="nbo", dir="/tmp"))
     os.chmod(ws, 0o711)
-    nb = _notebook(ws / "one.ipynb")
+    nb = trivial_notebook(ws / "one.ipynb")
     settings = Settings.load(ws)
     sup = Supervisor(settings, gpus=0, workers=1, run_as_owner=run_as_owner).start()
     try:

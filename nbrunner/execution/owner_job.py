@@ -24,6 +24,7 @@ from ..control.job_access import JobCredential, grant_access, restore_access
 from ..control.job_channel import ENV_CHANNEL
 from ..control.runtime import ENV_REDIS_URL
 from ..core.config import Settings
+from ..core.errors import one_line
 from ..core.lifecycle import KERNEL_KILLED
 from ..core.models import JobRecord
 from ..core.store import JobStore
@@ -44,7 +45,10 @@ def run_as_owner(store: JobStore, settings: Settings, rec: JobRecord) -> str:
         return end(store, settings, rec, refused, False)
     cred = grant_access(store, rec.id)
     env = environment(account, {**job_environment(settings, rec), ENV_REDIS_URL: cred.url, ENV_CHANNEL: "worker"})
-    runner, result = start_runner(rec, settings, account, env)
+    try:
+        runner, result = start_runner(rec, settings, account, env)
+    except (OSError, subprocess.SubprocessError) as exc:  # e.g. this Python is out of the account's reach
+        return end(store, settings, rec, one_line(f"cannot start the notebook as {account.name}: {exc}"), False)
     serve(store, cred, runner)
     error, timed_out = outcome(runner, result)
     return end(store, settings, rec, error, timed_out)

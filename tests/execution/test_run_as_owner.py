@@ -70,6 +70,9 @@ except redis.exceptions.NoPermissionError:
 pathlib.Path(os.environ["NBRUNNER_JOB_DIR"], "probe.json").write_text(json.dumps(out))
 pathlib.Path(os.environ["NBRUNNER_JOB_DIR"], "url.txt").write_text(os.environ["NBRUNNER_REDIS_URL"])"""
 
+SLEEP = """import time
+time.sleep(600)"""
+
 TRAIN = """import os, pathlib, torch
 from torch import nn
 from nbrunner.elastic import ElasticTrainer
@@ -123,6 +126,7 @@ def owners_cluster(accounts):
     make_notebook(ws / "proj" / "who.ipynb", WHO)
     make_notebook(ws / "probe.ipynb", PROBE, parameters="OTHER = ''\nWORKER = ''")
     make_notebook(ws / "train.ipynb", TRAIN)
+    make_notebook(ws / "sleep.ipynb", SLEEP)
     home = Path(accounts[ALICE].pw_dir)
     (home / "proj").mkdir()
     os.chown(home / "proj", accounts[ALICE].pw_uid, accounts[ALICE].pw_gid)
@@ -227,6 +231,28 @@ def test_elastic_learners_on_both_hosts_run_as_the_owner(owners_cluster, account
     timeline = {h for point in owners_cluster.store.r.xrange("nbrunner:slotlog")
                 for h in [point[1]["slot"].split("/")[0]] if point[1]["job"] == job.id}
     assert timeline == {"hostA", "hostB"}
+
+
+def test_a_cancelled_job_leaves_no_process_and_no_credential(owners_cluster, accounts):
+    import psutil
+
+    alice = accounts[ALICE]
+
+    def alices() -> list[str]:
+        return [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["uids", "cmdline"])
+                if p.info["uids"] and p.info["uids"].real == alice.pw_uid]
+
+    job = owners_cluster.submit("sleep.ipynb", owner=ALICE, max_gpus=0)
+    wait_for(lambda: job.refresh().record.status == "running" and any("ipykernel" in c for c in alices()),
+             120, 0.2, "alice's kernel")
+    assert owners_cluster.store.r.execute_command("ACL", "GETUSER", job_user(job.id)) is not None
+    job.cancel()
+    rec = ended(job)
+    assert rec.status == "cancelled"
+    assert alices() == []
+    assert owners_cluster.store.r.execute_command("ACL", "GETUSER", job_user(job.id)) is None
+    html = owners_cluster.settings.job_dir(job.id) / "output.html"
+    assert html.stat().st_uid == alice.pw_uid and can_read(ALICE, html) and not can_read(BOB, html)
 
 
 def test_an_owner_without_an_account_fails_in_one_line(owners_cluster):
