@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..core.errors import NbrunnerError
 from ..core.unix_account import JOB_UMASK, MIN_UID_DEFAULT, Account, owner_environment, refusal
 
 ENV_RUN_AS_OWNER = "NBRUNNER_RUN_AS_OWNER"  # set in a worker that runs jobs as their owners
@@ -43,10 +44,14 @@ def lookup(name: str) -> Account | None:
 
 
 def min_uid() -> int:
-    try:
-        return int(os.environ.get(ENV_MIN_UID, MIN_UID_DEFAULT))
-    except ValueError:
+    """The lowest uid a job may run as (``NBRUNNER_MIN_UID``)."""
+    raw = os.environ.get(ENV_MIN_UID, "").strip()
+    if not raw:
         return MIN_UID_DEFAULT
+    try:
+        return int(raw)
+    except ValueError:
+        raise NbrunnerError(f"{ENV_MIN_UID} must be an integer, got {raw!r}") from None
 
 
 def resolve(owner: str) -> tuple[Account | None, str | None]:

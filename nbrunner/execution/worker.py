@@ -296,6 +296,7 @@ def run_worker(settings: Settings, gpus: int | None = 0, host: str | None = None
     # short socket timeouts: a heartbeat over a cut link must fail fast, then reconnect
     store = JobStore(connect(settings.url, socket_timeout=5, retry_on_timeout=False), settings.url)
     if run_as_owner:
+        as_owner.min_uid()  # a bad NBRUNNER_MIN_UID stops the worker here, in one line
         check_protected(store)
         mark_run_as_owner(store)
         os.environ[as_owner.ENV_RUN_AS_OWNER] = "1"  # its work horses read it
