@@ -195,3 +195,46 @@ history = ElasticTrainer(model, get_datasets, nn.CrossEntropyLoss(), optimizer).
     epochs=EPOCHS, effective_batch_size=32, max_gpus={max_gpus}, min_gpus=1, checkpoint_every=1, timeout={timeout})
 print("final accuracy", history.epochs[-1]["val_accuracy"], "resumed from", history.resumed_from_step)
 '''
+
+
+def _traversable(paths: list[Path]) -> list[tuple[Path, int]]:
+    """Give others ``x`` on every ancestor of ``paths`` that lacks it; returns what to restore."""
+    import stat
+
+    changed: list[tuple[Path, int]] = []
+    for path in paths:
+        for d in [path, *path.parents] if path.is_dir() else list(path.parents):
+            mode = stat.S_IMODE(os.stat(d).st_mode)
+            if not mode & 0o001 and all(d != c for c, _ in changed):
+                os.chmod(d, mode | 0o001)
+                changed.append((d, mode))
+    return changed
+
+
+@contextlib.contextmanager
+def unix_accounts(*users: str, service: str | None = None) -> Iterator[dict]:
+    """Unix accounts made for a test (root only): ``users`` with homes, and ``service``, an account
+    in a group of its own name; this Python is made executable and this tree importable by them.
+    Yields ``{name: pwd entry}``; everything is undone after, even on failure."""
+    import pwd
+    import subprocess
+    import sys
+
+    def sh(*cmd: str, check: bool = True) -> None:
+        subprocess.run(cmd, capture_output=True, text=True, check=check)
+
+    restore = _traversable([Path(os.path.realpath(sys.executable)), Path(sys.prefix), REPO])
+    try:
+        for name in users:
+            sh("useradd", "-m", "-s", "/bin/bash", name)
+        if service:
+            sh("groupadd", service)
+            sh("useradd", "-M", "-g", service, service)
+        yield {name: pwd.getpwnam(name) for name in (*users, *([service] if service else []))}
+    finally:
+        for name in (*users, *([service] if service else [])):
+            sh("userdel", "-f", "-r", name, check=False)
+        if service:
+            sh("groupdel", service, check=False)
+        for d, mode in reversed(restore):
+            os.chmod(d, mode)

@@ -103,8 +103,9 @@ def up(workspace: Optional[Path] = DirOption,
        policy: str = typer.Option("fairshare", help="fairshare, priority or goodput"),
        host: Optional[str] = typer.Option(None, help="host name the workers register"),
        accounts: Optional[Path] = typer.Option(None, "--accounts", metavar="ACCOUNTS.yaml",
-                                               help="accounts that share the GPUs (SIGHUP reads the file again)")
-       ) -> None:
+                                               help="accounts that share the GPUs (SIGHUP reads the file again)"),
+       run_as_owner: bool = typer.Option(False, "--run-as-owner",
+                                         help="run each job as its owner's Unix account (as root)")) -> None:
     """Start Redis, the scheduler, workers and JupyterLab in the workspace, until Ctrl-C."""
     from ..core.config import Settings
     from ..execution.supervisor import Supervisor
@@ -114,6 +115,7 @@ def up(workspace: Optional[Path] = DirOption,
     if policy not in POLICIES:
         raise typer.BadParameter(f"--policy must be fairshare, priority or goodput, got {policy!r}")
     slots = _gpus(gpus)
+    _check_root(run_as_owner)
     settings = Settings.load(workspace)
     if not settings.workspace.is_dir():
         raise NbrunnerError(f"workspace is not a directory: {settings.workspace}")
@@ -121,7 +123,7 @@ def up(workspace: Optional[Path] = DirOption,
     lab_args = [f"--IdentityProvider.token={token}"]
     sup = Supervisor(settings, gpus=slots, workers=workers, policy=policy, host=host,
                      lab_port=None if no_lab else port, lab_args=lab_args,
-                     accounts=str(accounts) if accounts is not None else None)
+                     accounts=str(accounts) if accounts is not None else None, run_as_owner=run_as_owner)
     stop, hup = threading.Event(), threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -398,12 +400,15 @@ def worker(gpus: str = typer.Option("auto", help="GPU slots: a number (CPU slots
            addr: Optional[str] = typer.Option(None, help="address other hosts reach this one at (learner rendezvous)"),
            slots: Optional[str] = typer.Option(None, hidden=True, help="explicit slot indices, e.g. 0,1"),
            burst: bool = typer.Option(False, hidden=True),
+           run_as_owner: bool = typer.Option(False, "--run-as-owner",
+                                             help="run each job as its owner's Unix account (as root)"),
            workspace: Optional[Path] = DirOption) -> None:
     """Run a worker: executes jobs and registers this host's GPU slots."""
     from ..core.store import reachable
     from ..core.config import Settings
     from ..execution.worker import run_worker
 
+    _check_root(run_as_owner)
     settings = Settings.load(workspace)
     reachable(settings)
     if addr:
@@ -415,7 +420,12 @@ def worker(gpus: str = typer.Option("auto", help="GPU slots: a number (CPU slots
         except ValueError:
             raise typer.BadParameter(f"--slots must be comma-separated integers, got {slots!r}") from None
     run_worker(settings, gpus=_gpus(gpus) if slot_list is None else len(slot_list), host=host, slots=slot_list,
-               burst=burst)
+               burst=burst, run_as_owner=run_as_owner)
+
+
+def _check_root(run_as_owner: bool) -> None:
+    if run_as_owner and os.geteuid() != 0:
+        raise UsageError("--run-as-owner needs root (it starts each job as its owner's Unix account)")
 
 
 @app.command()

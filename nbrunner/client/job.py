@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..control import grants
-from ..control.job_files import download_file, download_name, read_log, read_metrics, zip_dir  # noqa: F401
+from ..control.job_files import copy_file, download_file, download_name, read_log, read_metrics, zip_dir  # noqa: F401
 from ..core.errors import NotFound
 from ..core.notebooks import load_nbformat
 from ..core.models import FINISHED
@@ -129,6 +129,4 @@ def download(job: "Job", fmt: str, out) -> None:
     if path is None:
         zip_dir(job.dir, out)
         return
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            out.write(chunk)
+    copy_file(path, out)

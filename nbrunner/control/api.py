@@ -19,7 +19,7 @@ from ..core.keys import POLICY
 from ..core.models import STATUSES, JobRecord
 from ..core.store import JobStore, reachable
 from . import grants, submit
-from .job_files import read_log, read_metrics
+from .job_files import read_log, read_metrics, read_output
 from .registration import live_capacity
 
 if TYPE_CHECKING:
@@ -96,10 +96,7 @@ class ClusterAPI:
     def output(self, caller: Caller, job_id: str) -> dict[str, Any]:
         """The executed notebook (JSON); NotFound before it exists."""
         _, job_dir = self.job_dir(caller, job_id)
-        path = job_dir / "output.ipynb"
-        if not path.exists():
-            raise NotFound(f"job {job_id} has no output notebook yet")
-        return json.loads(path.read_text())
+        return read_output(job_dir, job_id)
 
     def metrics(self, caller: Caller, job_id: str) -> list[dict[str, Any]]:
         _, job_dir = self.job_dir(caller, job_id)

@@ -43,6 +43,7 @@ from ..core.shares import account_shares
 from ..core.store import JobStore
 from . import accounts, grants
 from .actions import advance, carry_out
+from .job_access import revoke_access, runs_as_owner
 from .retention import Retention
 from .queues import queue, rq_connection, rq_job_id
 from .registration import Capacity, live_capacity
@@ -302,6 +303,8 @@ class Scheduler:
         except Refused:
             return
         log.warning("worker %s lost: job %s %s", rec.worker, rec.id, done.record.status)
+        if runs_as_owner(self.store):  # its worker cannot delete the job's Redis user any more
+            revoke_access(self.store, rec.id)
 
     def undispatch(self, rec: JobRecord) -> None:
         try:

@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
+from urllib.parse import quote
 
 from .errors import InvalidRequest
 
@@ -138,6 +139,11 @@ ELASTIC_KEEP_LOGS = Variable("NBRUNNER_ELASTIC_KEEP_LOGS",
                              "keep the learners' logs of an ElasticTrainer run outside a job (any value)",
                              kind="flag", shown="removed after a successful run")
 
+#: Below this uid (system accounts, Debian's UID_MIN) no job runs as its owner.
+MIN_UID_DEFAULT = 1000
+MIN_UID = Variable("NBRUNNER_MIN_UID", "with `--run-as-owner`: owners whose uid is lower (system accounts, root) "
+                   "are refused", MIN_UID_DEFAULT, "count")
+
 # ---- variables nbrunner sets for its own child processes ---------------------------------------
 
 HOST = Variable("NBRUNNER_HOST", "the host name of the worker that started the process (`--host`)",
@@ -162,12 +168,16 @@ ELASTIC_STORE_TIMEOUT = Variable("NBRUNNER_ELASTIC_STORE_TIMEOUT", "seconds a le
                                  60, "seconds", internal=True)
 ELASTIC_STANDBY = Variable("NBRUNNER_ELASTIC_STANDBY", "the learner starts ahead and picks its GPU once assigned",
                            kind="flag", internal=True)
+RUN_AS_OWNER = Variable("NBRUNNER_RUN_AS_OWNER", "set in a worker that runs jobs as their owners (its work horses "
+                        "read it)", kind="flag", internal=True)
+JOB_CHANNEL = Variable("NBRUNNER_JOB_CHANNEL", "`worker`: a job's processes ask their work horse for every change",
+                       internal=True)
 
 #: Every variable, users' first.
 VARIABLES = (WORKSPACE, REDIS_URL, STORAGE, RETRIES, WORKER_TTL, LEASE_TTL, KEEP_DAYS, RUNTIME_DIR, WARM_KERNEL,
              LAB_TOKEN, ELASTIC_THREADS, ELASTIC_CPUS, ELASTIC_KEEP_LOGS,
              HOST, HOST_ADDR, JOB_ID, JOB_DIR, GPUS, SLOT_SOURCE, SPARE_KERNEL, WARM_IMPORTS, LEARNER_LOADED,
-             ELASTIC_SYSPATH, ELASTIC_DEVICE, ELASTIC_STORE_TIMEOUT, ELASTIC_STANDBY)
+             ELASTIC_SYSPATH, ELASTIC_DEVICE, ELASTIC_STORE_TIMEOUT, ELASTIC_STANDBY, MIN_UID, RUN_AS_OWNER, JOB_CHANNEL)
 #: The variables users set (the README's configuration table).
 USER_VARIABLES = tuple(v for v in VARIABLES if not v.internal)
 
@@ -335,6 +345,11 @@ MODEL_DRAIN_BYTES = 64 * 1024 * 1024
 
 #: The workspace's directory of nbrunner's own state (the embedded Redis, logs).
 STATE_DIR = ".nbrunner"
+#: With jobs run as their owners, the embedded Redis's password (in the 0700 state directory: only
+#: nbrunner's own processes read it).
+PASSWORD_FILE = "redis.password"
+#: With jobs run as their owners, the directory (in the workspace) of the socket jobs reach Redis on.
+SOCKET_DIR = ".nbrunner-socket"
 
 
 @dataclass(frozen=True)
@@ -361,7 +376,7 @@ class Settings:
 
     @property
     def socket_path(self) -> Path:
-        return self.state_dir / "redis.sock"
+        return embedded_socket(self.state_dir, embedded_password(self.state_dir) is not None)
 
     @property
     def embedded(self) -> bool:
@@ -370,7 +385,7 @@ class Settings:
     @property
     def url(self) -> str:
         """The Redis URL clients use (the embedded server's unix socket when none is set)."""
-        return self.redis_url or f"unix://{self.socket_path}"
+        return self.redis_url or embedded_url(self.state_dir)
 
     def job_dir(self, job_id: str) -> Path:
         return self.storage / job_id
@@ -378,6 +393,28 @@ class Settings:
     def env(self) -> dict[str, str]:
         """Environment that makes a child process see this same cluster."""
         return {WORKSPACE.name: str(self.workspace), STORAGE.name: str(self.storage), REDIS_URL.name: self.url}
+
+
+def embedded_password(state_dir: Path) -> str | None:
+    """The password of the workspace's embedded Redis (None: it wants none, or this process may
+    not know it)."""
+    try:
+        return (state_dir / PASSWORD_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def embedded_socket(state_dir: Path, shared: bool) -> Path:
+    """The embedded Redis's socket: in the private state directory, or, when it is shared with the
+    jobs' own processes (password-protected), in a directory beside it that they can reach."""
+    return state_dir.parent / SOCKET_DIR / "redis.sock" if shared else state_dir / "redis.sock"
+
+
+def embedded_url(state_dir: Path) -> str:
+    """The URL of the workspace's embedded Redis, with its password if it has one."""
+    password = embedded_password(state_dir)
+    auth = f":{quote(password, safe='')}@" if password else ""
+    return f"unix://{auth}{embedded_socket(state_dir, password is not None)}"
 
 
 def redact(url: str) -> str:

@@ -47,6 +47,7 @@ class Supervisor:
     lab_port: int | None = None  # None: no JupyterLab
     lab_args: list[str] = field(default_factory=list)
     accounts: str | None = None  # an accounts file: checked before anything starts, published once Redis runs
+    run_as_owner: bool = False  # workers run jobs as their owners (as root); Redis is then shared with them
     redis: EmbeddedRedis | None = None
     children: list[Child] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -68,11 +69,12 @@ class Supervisor:
         self.settings.state_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.settings.state_dir, 0o700)
         if self.settings.embedded:
-            self.redis = EmbeddedRedis(self.settings.state_dir).ensure()
+            self.redis = EmbeddedRedis(self.settings.state_dir, shared=self.run_as_owner).ensure()
         if self.accounts is not None:
             self.publish_accounts()
         logs = self.settings.state_dir / "logs"
         logs.mkdir(exist_ok=True)
+        os.chmod(logs, 0o700)
         py = [sys.executable, "-m", "nbrunner"]
         sched = py + ["scheduler"] + (["--policy", self.policy] if self.policy else [])
         self.children.append(Child("scheduler", sched, logs / "scheduler.log", restart=True))
@@ -88,6 +90,8 @@ class Supervisor:
                 argv += ["--slots", ",".join(map(str, slots)) or "none"]
             if self.host:
                 argv += ["--host", self.host]
+            if self.run_as_owner:
+                argv += ["--run-as-owner"]
             self.children.append(Child(f"worker-{i}", argv, logs / f"worker-{i}.log", restart=True))
         if self.lab_port is not None:
             lab = [sys.executable, "-m", "nbrunner.execution.lab", f"--ServerApp.root_dir={self.settings.workspace}",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from tornado import web
 from tornado.ioloop import IOLoop
 
 from ..control.api import ClusterAPI
-from ..control.job_files import DOWNLOADS, download_file, download_name, zip_dir
+from ..control.job_files import DOWNLOADS, copy_file, download_file, download_name, zip_dir
 from ..core.config import IO_CHUNK_BYTES, JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BODY
 from ..core.errors import InvalidRequest, NbrunnerError, NotFound
 from ..core.identity import Caller, local_caller
@@ -228,17 +227,12 @@ class DownloadHandler(BaseHandler):
             if path is None:  # zipping a large directory must not stall other users' requests
                 await self.in_thread(zip_dir, job_dir, tmp)
             else:
-                await self.in_thread(_copy, path, tmp)
+                await self.in_thread(copy_file, path, tmp)
             tmp.seek(0)
             while chunk := tmp.read(IO_CHUNK_BYTES):
                 self.write(chunk)
                 await self.flush()
         self.finish()
-
-
-def _copy(path: Path, out) -> None:
-    with open(path, "rb") as f:
-        shutil.copyfileobj(f, out)
 
 
 class RerunHandler(BaseHandler):
