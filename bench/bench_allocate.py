@@ -1,8 +1,9 @@
 """Benchmark nbrunner.core.allocate.allocate against sorted() on the same demands.
 
 10,000 random demands (fixed seed) on 8,000 GPUs, every policy; for goodput every
-demand also carries 1-3 throughput measurements and running ones their current
-GPU count and pause (the worst case: every job's model is fitted). The baseline is
+demand also carries 1-3 throughput measurements, its attained service (a third of
+the jobs past the 16 GPU-hour queue threshold) and running ones their current GPU
+count and pause (the worst case: every job's model is fitted, both queues served). The baseline is
 ``sorted(demands, key=...)`` by the policy's order key without the running flag
 ((submitted_at, id) or (-priority, submitted_at, id)), i.e. the cheapest sort
 that could produce the order. Goal: allocate() within 25x of that sort.
@@ -51,7 +52,8 @@ def make_demands(n: int = N_JOBS, seed: int = 20240501, iso: bool = False, measu
     """Random demands: min 0..4, max min..min+32, priority 1..10000, 10% running.
 
     ``measured``: each also has ``throughput`` at 1-3 sizes from a random
-    compute + sync curve, and running ones ``gpus`` and ``pause_s``.
+    compute + sync curve, ``attained`` (0-48 GPU-hours), and running ones ``gpus``
+    and ``pause_s``.
     """
     rng = random.Random(seed)
     out = []
@@ -67,6 +69,7 @@ def make_demands(n: int = N_JOBS, seed: int = 20240501, iso: bool = False, measu
             a, b, c = rng.uniform(0, 0.01), rng.uniform(0.001, 0.05), rng.uniform(0, 0.002)
             sizes = {rng.randint(1, 16) for _ in range(rng.randint(1, 3))}
             d["throughput"] = {k: 1.0 / (a + b / k + c * (k - 1)) for k in sizes}
+            d["attained"] = rng.uniform(0, 48 * 3600.0)
             if d["running"]:
                 d["gpus"], d["pause_s"] = rng.randint(d["min_gpus"], d["max_gpus"]), 30.0
     return out

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 IDLE_S = 2.0
 
 
-def _notebook(path: Path) -> Path:
+def trivial_notebook(path: Path) -> Path:
+    """A parameters cell (``X = 1``) and ``print(X)``."""
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     cell = nbformat.v4.new_code_cell("X = 1")
@@ -41,7 +42,7 @@ def run(n_jobs: int = 50, repeats: int = 3) -> list[dict]:
     import nbrunner
 
     ws = Path(tempfile.mkdtemp(prefix="nbb", dir="/tmp"))
-    nb = _notebook(ws / "one.ipynb")
+    nb = trivial_notebook(ws / "one.ipynb")
     pm_single = []
     for i in range(repeats):
         t = time.perf_counter()

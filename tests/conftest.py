@@ -13,7 +13,7 @@ from support import REPO, rest_api, short_tmpdir
 os.environ["NBRUNNER_RUNTIME_DIR"] = str(short_tmpdir("nbrrt"))
 
 # Fixtures that start processes or connect to a server: a test using one belongs to the slow tier.
-PROCESS_FIXTURES = {"cluster", "jp_fetch", "jp_serverapp", "api", "lab", "page", "redis_url"}
+PROCESS_FIXTURES = {"cluster", "jp_fetch", "jp_serverapp", "api", "lab", "page", "redis_url", "hub", "hub_cluster"}
 
 
 class StartedProcess(AssertionError):

@@ -207,7 +207,7 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def jupyter_server(root: Path, token: str, env: dict[str, str], log: Path,
-                   extensions: tuple[str, ...] = ()) -> Iterator[tuple[str, "subprocess.Popen"]]:
+                   extensions: tuple[str, ...] = ()) -> Iterator[tuple[str, object]]:
     """A real Jupyter server on ``root`` (the nbrunner extension on, plus ``extensions``, modules
     importable with ``env``), with token authentication, in a process of its own: ``(its URL,
     the process)``; stopped on exit."""
@@ -266,3 +266,46 @@ def http_raw(method: str, url: str, token: str, body: bytes | None = None,
             return resp.status, dict(resp.headers), resp.read()
     except urllib.error.HTTPError as exc:
         return exc.code, dict(exc.headers), exc.read()
+
+
+def _traversable(paths: list[Path]) -> list[tuple[Path, int]]:
+    """Give others ``x`` on every ancestor of ``paths`` that lacks it; returns what to restore."""
+    import stat
+
+    changed: list[tuple[Path, int]] = []
+    for path in paths:
+        for d in [path, *path.parents] if path.is_dir() else list(path.parents):
+            mode = stat.S_IMODE(os.stat(d).st_mode)
+            if not mode & 0o001 and all(d != c for c, _ in changed):
+                os.chmod(d, mode | 0o001)
+                changed.append((d, mode))
+    return changed
+
+
+@contextlib.contextmanager
+def unix_accounts(*users: str, service: str | None = None) -> Iterator[dict]:
+    """Unix accounts made for a test (root only): ``users`` with homes, and ``service``, an account
+    in a group of its own name; this Python is made executable and this tree importable by them.
+    Yields ``{name: pwd entry}``; everything is undone after, even on failure."""
+    import pwd
+    import subprocess
+    import sys
+
+    def sh(*cmd: str, check: bool = True) -> None:
+        subprocess.run(cmd, capture_output=True, text=True, check=check)
+
+    restore = _traversable([Path(os.path.realpath(sys.executable)), Path(sys.prefix), REPO])
+    try:
+        for name in users:
+            sh("useradd", "-m", "-s", "/bin/bash", name)
+        if service:
+            sh("groupadd", service)
+            sh("useradd", "-M", "-g", service, service)
+        yield {name: pwd.getpwnam(name) for name in (*users, *([service] if service else []))}
+    finally:
+        for name in (*users, *([service] if service else [])):
+            sh("userdel", "-f", "-r", name, check=False)
+        if service:
+            sh("groupdel", service, check=False)
+        for d, mode in reversed(restore):
+            os.chmod(d, mode)

@@ -8,7 +8,7 @@ REST API of an nbrunner service (no Redis in this process).  Both have the same 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..core.config import SETUP_READY_TIMEOUT_S, SERVICE_URL, WAIT_READY_TIMEOUT_S, Settings, service_token
 from ..core.errors import NoCluster
@@ -59,12 +59,13 @@ class Cluster:
     def submit(self, notebook: str | os.PathLike, parameters: dict[str, Any] | None = None, *,
                name: str | None = None, min_gpus: int = 0, max_gpus: int | None = None, priority: int = PRIORITY_DEFAULT,
                timeout: float | None = None, kernel: str | None = None, owner: str | None = None,
-               **extra: Any) -> Job:
-        """Queue ``notebook`` with ``parameters``; returns its :class:`Job`."""
+               groups: Sequence[str] = (), **extra: Any) -> Job:
+        """Queue ``notebook`` with ``parameters``; returns its :class:`Job`.  ``owner`` and ``groups``:
+        whose job it is (default: this process's user), and their groups (which may decide its account)."""
         request = {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},
                    "name": name, "min_gpus": min_gpus, "max_gpus": max_gpus, "priority": priority,
                    "timeout": timeout, "kernel": kernel, **extra}
-        return Job(self, self.backend.submit(request, owner))
+        return Job(self, self.backend.submit(request, owner, groups))
 
     def job(self, job_id: str) -> Job:
         return Job(self, self.backend.job(job_id))
@@ -85,6 +86,14 @@ class Cluster:
     def status(self) -> dict[str, Any]:
         """Hosts, slots and who holds each, free GPUs and policy (the ``GET /cluster`` object)."""
         return self.backend.status()
+
+    def accounts(self) -> dict[str, Any]:
+        """The accounts sharing the GPUs, as ``GET /accounts`` answers (see ``nbrunner share``)."""
+        return self.backend.accounts()
+
+    def reload_accounts(self) -> dict[str, Any]:
+        """Read the accounts file again (a bad file is refused, naming its line); the accounts."""
+        return self.backend.reload_accounts()
 
     def sweep(self, notebook: str | os.PathLike, spec: Any, *, owner: str | None = None, **options: Any) -> Sweep:
         """Start a sweep of ``notebook`` over ``spec`` (see :mod:`nbrunner.core.sweeps.spec`);
@@ -146,9 +155,11 @@ def connect(workspace: str | os.PathLike | None = None) -> Cluster:
 
 
 def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: str | os.PathLike | None = None,
-                  policy: str | None = None, host: str | None = None, wait: bool = True) -> Cluster:
+                  policy: str | None = None, host: str | None = None, wait: bool = True,
+                  accounts: str | os.PathLike | None = None) -> Cluster:
     """Start a local cluster (embedded Redis, scheduler, ``workers`` workers sharing ``gpus``
     slots; ``gpus="auto"`` finds GPUs), or join the one already running in the workspace.
+    ``accounts``: an accounts file (see README, "Accounts") the GPUs are shared by.
     Use as a context manager, or call ``.shutdown()``."""
     from ..core.keys import LEASE
     from ..core.store import reachable
@@ -158,6 +169,10 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
     try:
         store = reachable(settings)
         if store.r.exists(LEASE):
+            if accounts is not None:
+                from ..control.accounts import publish
+
+                publish(store, str(accounts))
             cluster = Cluster(settings, store)
             session.remember(cluster)
             return cluster
@@ -171,7 +186,8 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
             raise ValueError("gpus must be >= 0 or 'auto'")
     if workers < 1:
         raise ValueError("workers must be >= 1")
-    sup = Supervisor(settings, gpus=slots, workers=workers, policy=policy, host=host).start()
+    sup = Supervisor(settings, gpus=slots, workers=workers, policy=policy, host=host,
+                     accounts=None if accounts is None else str(accounts)).start()
     try:
         cluster = Cluster(settings, reachable(settings), sup)
         if wait:

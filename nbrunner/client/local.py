@@ -11,11 +11,11 @@ import getpass
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..control import grants
 from ..control.api import ClusterAPI
-from ..control.job_files import download_file, zip_dir
+from ..control.job_files import copy_file, download_file, zip_dir
 from ..control.registration import live_capacity
 from ..core.config import Settings
 from ..core.discovery import resolve
@@ -54,8 +54,9 @@ class LocalBackend:
     def where(self) -> str:
         return str(self.settings.workspace)
 
-    def _as(self, owner: str | None) -> Caller:
-        return self.caller if owner is None else local_caller(owner)
+    def _as(self, owner: str | None, groups: Sequence[str] = ()) -> Caller:
+        """Whom a submission is made for: ``owner`` (default: this process's user) in ``groups``."""
+        return Caller(name=owner or self.user, groups=tuple(groups), admin=True)
 
     # ---- jobs -----------------------------------------------------------------------------------
     def job(self, job_id: str) -> JobRecord:
@@ -71,8 +72,8 @@ class LocalBackend:
     def count(self, status: str | None = None) -> int:
         return self.api.count(self.caller, status)
 
-    def submit(self, request: dict[str, Any], owner: str | None = None) -> JobRecord:
-        return self.api.submit(self._as(owner), request, base=Path.cwd())
+    def submit(self, request: dict[str, Any], owner: str | None = None, groups: Sequence[str] = ()) -> JobRecord:
+        return self.api.submit(self._as(owner, groups), request, base=Path.cwd())
 
     def cancel(self, job_id: str) -> JobRecord:
         return self.api.cancel(self.caller, job_id)
@@ -105,9 +106,7 @@ class LocalBackend:
         if path is None:
             zip_dir(job_dir, out)
             return
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                out.write(chunk)
+        copy_file(path, out)
 
     def timeline(self, job_id: str) -> list[dict]:
         return grants.timeline(self.store.r, job_id)
@@ -115,6 +114,15 @@ class LocalBackend:
     # ---- the cluster ----------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         return self.api.status()
+
+    def accounts(self) -> dict[str, Any]:
+        return self.api.accounts()
+
+    def reload_accounts(self) -> dict[str, Any]:
+        from ..control.accounts import reload
+
+        reload(self.store)
+        return self.api.accounts()
 
     def wait_ready(self, workers: int, timeout: float) -> None:
         """Block until a scheduler is active and ``workers`` workers are registered."""

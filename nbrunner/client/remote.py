@@ -21,7 +21,7 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import quote, urlencode, urlsplit
 
 from ..core.config import HUB_USER_NAME, IO_CHUNK_BYTES, JOBS_PAGE_MAX, SERVICE_TIMEOUT_S, SERVICE_URL
@@ -206,8 +206,8 @@ class RemoteBackend:
         total = response.getheader("X-Total-Count")
         return int(total) if total and total.isdigit() else len(self.jobs(status)[0])
 
-    def submit(self, request: dict[str, Any], owner: str | None = None) -> JobRecord:
-        _no_owner(owner)
+    def submit(self, request: dict[str, Any], owner: str | None = None, groups: Sequence[str] = ()) -> JobRecord:
+        _no_owner(owner, groups)
         name, text = notebook_content(request["notebook"])
         return JobRecord.from_dict(self._call("POST", "jobs", {**request, "notebook": name, "content": text}))
 
@@ -270,6 +270,12 @@ class RemoteBackend:
     def status(self) -> dict[str, Any]:
         return self._call("GET", "cluster")
 
+    def accounts(self) -> dict[str, Any]:
+        return self._call("GET", "accounts")
+
+    def reload_accounts(self) -> dict[str, Any]:
+        return self._call("POST", "accounts/reload", {})
+
     def wait_ready(self, workers: int, timeout: float) -> None:
         """Block until the service's cluster has ``workers`` workers."""
         deadline = time.monotonic() + timeout
@@ -331,9 +337,9 @@ class RemoteBackend:
         return [public(m) for m in self._call("GET", "models")["models"]]
 
 
-def _no_owner(owner: str | None) -> None:
-    if owner is not None:
-        raise InvalidRequest("owner cannot be given: the nbrunner service owns what you submit to your name")
+def _no_owner(owner: str | None, groups: Sequence[str] = ()) -> None:
+    if owner is not None or groups:
+        raise InvalidRequest("owner and groups cannot be given: the nbrunner service takes them from your token")
 
 
 def _schedule(data: dict[str, Any]) -> ScheduleRecord:

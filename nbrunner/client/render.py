@@ -120,6 +120,23 @@ def cluster_text(status: dict, width: int | None = None, color: bool = False) ->
                       title=f"policy {status['policy']}: {status['gpus_free']} of {status['gpus_total']} GPUs free")
 
 
+SHARE_COLUMNS = ("account", "weight", "guaranteed", "limit", "demand", "held", "share", "borrowed", "lent",
+                 "GPU-h 24h", "GPU-h total")
+
+
+def share_text(view: dict, width: int | None = None, color: bool = False) -> str:
+    """The accounts (:meth:`Cluster.accounts`, ``GET /accounts``) as a :func:`text_table`, each
+    account indented under its parent."""
+    if not view["accounts"]:
+        return "this cluster has no accounts (start it with --accounts ACCOUNTS.yaml)"
+    rows = [("  " * a["path"].count("/") + a["name"], f"{a['weight']:g}", str(a["guaranteed"]),
+             "-" if a["limit"] is None else str(a["limit"]), str(a["demand"]), str(a["held"]), str(a["share"]),
+             (str(a["borrowed"]), "yellow") if a["borrowed"] else "0", str(a["lent"]),
+             f"{a['gpu_hours_24h']:.2f}", f"{a['gpu_hours_total']:.2f}") for a in view["accounts"]]
+    title = f"policy {view['policy']}, {view['gpus_total']} GPUs; accounts from {view['source']}"
+    return text_table(SHARE_COLUMNS, rows, title=title, width=width, color=color)
+
+
 def schedules_table(records: list) -> Table:
     """Schedules (:class:`nbrunner.core.schedules.ScheduleRecord`) one per row."""
     from rich.table import Table

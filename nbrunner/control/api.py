@@ -14,19 +14,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.config import PAGE_READ_BATCH
-from ..core.errors import InvalidRequest, NotFound
+from ..core.errors import Forbidden, InvalidRequest, NotFound
 from ..core.identity import Caller
 from ..core.keys import POLICY
 from ..core.models import STATUSES, JobRecord
 from ..core.store import JobStore, reachable
 from . import grants, submit
-from .job_files import read_log, read_metrics
+from .job_files import read_log, read_metrics, read_output_text
 from .registration import live_capacity
 
 if TYPE_CHECKING:
     from ..core.config import Settings
     from ..core.schedules import ScheduleRecord
     from ..core.sweeps.trials import SweepRecord
+
+
+HIDDEN_JOB = "(another user's job)"  # in GET /cluster, for a slot held by a job the caller does not see
 
 
 class ClusterAPI:
@@ -78,7 +81,7 @@ class ClusterAPI:
 
     def submit(self, caller: Caller, request: dict[str, Any], base: Path | None = None) -> JobRecord:
         """Queue a job owned by the caller (see :func:`nbrunner.control.submit.submit`)."""
-        return submit.submit(self.store, self.settings, request, owner=caller.name, base=base)
+        return submit.submit(self.store, self.settings, request, owner=caller.name, base=base, groups=caller.groups)
 
     def cancel(self, caller: Caller, job_id: str) -> JobRecord:
         self.job(caller, job_id)
@@ -95,7 +98,7 @@ class ClusterAPI:
     def rerun(self, caller: Caller, job_id: str, parameters: Any = None) -> JobRecord:
         """A new job, owned by the caller, from the job's input snapshot and options."""
         self.job(caller, job_id)
-        return submit.rerun(self.store, self.settings, job_id, parameters, owner=caller.name)
+        return submit.rerun(self.store, self.settings, job_id, parameters, owner=caller.name, groups=caller.groups)
 
     def job_dir(self, caller: Caller, job_id: str) -> tuple[JobRecord, Path]:
         """The job's record and directory (its files: output, log, metrics, downloads)."""
@@ -112,20 +115,21 @@ class ClusterAPI:
     def output_text(self, caller: Caller, job_id: str) -> str:
         """The executed notebook's file; NotFound before it exists."""
         _, job_dir = self.job_dir(caller, job_id)
-        try:
-            return (job_dir / "output.ipynb").read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise NotFound(f"job {job_id} has no output notebook yet") from None
+        return read_output_text(job_dir, job_id)
 
     def metrics(self, caller: Caller, job_id: str) -> list[dict[str, Any]]:
         _, job_dir = self.job_dir(caller, job_id)
         return read_metrics(job_dir)
 
     # ---- the cluster ----------------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
-        """Hosts, slots and who holds each, free GPUs and policy (the ``GET /cluster`` object)."""
+    def status(self, caller: Caller | None = None) -> dict[str, Any]:
+        """Hosts, slots and who holds each, free GPUs and policy (the ``GET /cluster`` object); a
+        slot held by a job the ``caller`` does not see shows :data:`HIDDEN_JOB`, not its id."""
         cap = live_capacity(self.store)
         held = grants.holdings(self.store.r)
+        if caller is not None and not caller.admin and held:
+            owners = {j: rec.owner for j in set(held.values()) if (rec := self.store.find(j)) is not None}
+            held = {slot: j if caller.sees(owners.get(j)) else HIDDEN_JOB for slot, j in held.items()}
         hosts = []
         for host in sorted(cap.hosts):
             slots = [{"index": i, "job": held.get((host, i))} for i in sorted(cap.hosts[host])]
@@ -148,6 +152,49 @@ class ClusterAPI:
         return [{"id": rec.id, "name": rec.name, "points": [json.loads(x) for x in raw]}
                 for rec, raw in zip(records, lists) if raw]
 
+    def accounts(self) -> dict[str, Any]:
+        """The accounts sharing the GPUs (``GET /accounts``, ``nbrunner share``): per account its
+        weight, guarantee, limit, demand, the GPUs it holds, its fair share, what it borrows or
+        lends, and the GPU-hours it used in the last 24 h and in total; the file it came from;
+        the accounts' GPUs over time.  No accounts: an empty list."""
+        from ..core.placement import demand_of
+        from ..core.shares import account_shares
+        from . import accounts
+
+        tree = accounts.current(self.store)
+        total = len(live_capacity(self.store).slots)
+        policy = self.store.r.get(POLICY) or "fairshare"
+        out: dict[str, Any] = {"accounts": [], "gpus_total": total, "policy": policy, "source": None,
+                               "loaded_at": None, "timeline": []}
+        if tree is None:
+            return out
+        live = self.store.all(("queued", "running"))
+        shares = account_shares(total, [demand_of(r) for r in live], policy, tree)
+        held: dict[str, int] = {}
+        for rec in live:
+            path = shares.account_of[rec.id]
+            held[path] = held.get(path, 0) + len(rec.slots)
+        used = accounts.usage(self.store)
+        for row in shares.accounts:
+            have, share = held.get(row["path"], 0), row["share"]
+            recent, ever = used.get(row["path"], (0.0, 0.0))
+            out["accounts"].append({
+                "name": row["name"], "path": row["path"], "weight": row["weight"], "guaranteed": row["guaranteed"],
+                "limit": row["limit"], "members": row["members"], "users": row["users"], "jobs": row["jobs"],
+                "demand": row["demand"], "share": share, "allocated": row["allocated"], "held": have,
+                "borrowed": max(0, have - share), "lent": max(0, share - have),
+                "gpu_hours_24h": round(recent, 4), "gpu_hours_total": round(ever, 4)})
+        return {**out, **accounts.source(self.store), "timeline": accounts.timeline(self.store)}
+
+    def reload_accounts(self, caller: Caller) -> dict[str, Any]:
+        """Read the accounts file again (admins only); the accounts as :meth:`accounts` shows them."""
+        from . import accounts
+
+        if not caller.admin:
+            raise Forbidden("only an admin can reload the accounts")
+        accounts.reload(self.store)
+        return self.accounts()
+
     def notebook_parameters(self, path: str, shown: str) -> list[dict[str, Any]]:
         """Names, default values, types and help of the ``parameters`` cell of the notebook at
         ``path`` (``shown``: the path as the caller gave it)."""
@@ -168,7 +215,7 @@ class ClusterAPI:
         :func:`nbrunner.control.sweeps.create_sweep`)."""
         from .sweeps import create_sweep
 
-        rec = create_sweep(self.store, self.settings, notebook, spec, owner=caller.name,
+        rec = create_sweep(self.store, self.settings, notebook, spec, owner=caller.name, groups=caller.groups,
                            base=Path.cwd() if base is None else base, allow_file=allow_file, content=content,
                            **options)
         return self.sweep_dict(rec)
@@ -220,7 +267,7 @@ class ClusterAPI:
     def create_schedule(self, caller: Caller, request: dict[str, Any], base: Path | None = None) -> ScheduleRecord:
         from .schedules import create_schedule
 
-        return create_schedule(self.store, self.settings, request, owner=caller.name, base=base)
+        return create_schedule(self.store, self.settings, request, owner=caller.name, base=base, groups=caller.groups)
 
     def schedule(self, caller: Caller, schedule_id: str) -> ScheduleRecord:
         from .schedules import get_schedule

@@ -20,11 +20,12 @@ from typing import Iterable
 import redis
 
 from ..core.config import JOB_ID, REDIS_URL, SLOTLOG_MAXLEN
-from ..core.keys import PREFIX
+from ..core.keys import PREFIX, grant_key
 from ..core.lifecycle import AppendTimeline, Declare, Refused, SlotsHeld, TrainingOver
 from ..core.models import utcnow
 from ..core.placement import Slot
 from ..core.store import JobStore
+from .job_channel import WorkerChannel, channel_for
 
 HOLDINGS = PREFIX + "slots"
 SLOTLOG = PREFIX + "slotlog"
@@ -37,10 +38,6 @@ def slot_name(slot: Slot) -> str:
 def parse_slot(name: str) -> Slot:
     host, _, index = name.rpartition("/")
     return host, int(index)
-
-
-def grant_key(job_id: str) -> str:
-    return f"{PREFIX}grant:{job_id}"
 
 
 def timeline_key(job_id: str) -> str:
@@ -82,27 +79,29 @@ def take(r: redis.Redis, job_id: str, slot: Slot) -> bool:
 
 
 def release(r: redis.Redis, job_id: str, slots: Iterable[Slot], reason: str = "release") -> list[Slot]:
-    """Drop ``job_id``'s hold on ``slots`` (only those it holds); returns what was released."""
-    done = []
-    for slot in slots:
-        name = slot_name(tuple(slot))
-        with r.pipeline() as p:
-            while True:
-                try:
-                    p.watch(HOLDINGS)
-                    if p.hget(HOLDINGS, name) != job_id:
-                        p.reset()
-                        break
-                    p.multi()
-                    p.hdel(HOLDINGS, name)
-                    p.xadd(SLOTLOG, {"t": time.time(), "job": job_id, "slot": name, "action": reason},
+    """Drop ``job_id``'s hold on ``slots`` (only those it holds), all at once (a scheduler pass
+    never sees part of a release); returns what was released."""
+    names = {slot_name(tuple(slot)): tuple(slot) for slot in slots}
+    if not names:
+        return []
+    with r.pipeline() as p:
+        while True:
+            try:
+                p.watch(HOLDINGS)
+                held = [n for n, holder in zip(names, p.hmget(HOLDINGS, list(names))) if holder == job_id]
+                if not held:
+                    p.reset()
+                    return []
+                p.multi()
+                p.hdel(HOLDINGS, *held)
+                now = time.time()
+                for name in held:
+                    p.xadd(SLOTLOG, {"t": now, "job": job_id, "slot": name, "action": reason},
                            maxlen=SLOTLOG_MAXLEN, approximate=True)
-                    p.execute()
-                    done.append(tuple(slot))
-                    break
-                except redis.WatchError:
-                    continue
-    return done
+                p.execute()
+                return [names[n] for n in held]
+            except redis.WatchError:
+                continue
 
 
 def sync_slots(store: JobStore, job_id: str) -> None:
@@ -137,21 +136,25 @@ class GrantClient:
     ``declare(min, max)`` marks the job elastic; ``grant()`` returns ``(generation, slots)``;
     ``release(slots)`` confirms that nothing of the job runs on ``slots`` any more;
     ``withdraw()`` says its training is over: it gives back every slot and wants none until
-    it declares again (the notebook may go on running without GPUs).
+    it declares again (the notebook may go on running without GPUs).  In a job that runs as its
+    owner the changes go through the work horse (:mod:`nbrunner.control.job_channel`).
     """
 
     def __init__(self, job_id: str | None = None, url: str | None = None):
         self.job_id = job_id or JOB_ID.required()
         self.store = JobStore.from_url(url or REDIS_URL.required())
+        self.channel = channel_for(self.store, self.job_id)
 
     def declare(self, min_gpus: int | None = None, max_gpus: int | None = None) -> None:
-        self.store.transition(self.job_id, Declare(min_gpus=min_gpus, max_gpus=max_gpus))
+        self.channel.transition(Declare(min_gpus=min_gpus, max_gpus=max_gpus))
 
     def grant(self) -> tuple[int, list[Slot]]:
         g = read_grant(self.store.r, self.job_id)
         return g["generation"], [tuple(s) for s in g["slots"]]
 
     def held(self) -> list[Slot]:
+        if isinstance(self.channel, WorkerChannel):
+            return self.channel.held()
         return held_by(self.store.r, self.job_id)
 
     def wait(self, generation: int, timeout: float) -> tuple[int, list[Slot]]:
@@ -170,15 +173,23 @@ class GrantClient:
             pubsub.close()
 
     def release(self, slots: Iterable[Slot]) -> list[Slot]:
-        done = release(self.store.r, self.job_id, slots)
-        if done:
-            sync_slots(self.store, self.job_id)
-            self.store.emit("released", job=self.job_id)
-        return done
+        if isinstance(self.channel, WorkerChannel):
+            return self.channel.release(slots)
+        return release_and_sync(self.store, self.job_id, slots)
 
     def withdraw(self) -> list[Slot]:
         """Training is over: want no slot any more and release all the job holds."""
 
         # first the demand, so that the scheduler does not hand a released slot straight back
-        self.store.transition(self.job_id, TrainingOver())
+        self.channel.transition(TrainingOver())
         return self.release(self.held())
+
+
+def release_and_sync(store: JobStore, job_id: str, slots: Iterable[Slot]) -> list[Slot]:
+    """A job confirms that nothing of it runs on ``slots``: release those it holds, note it in its
+    record and wake the scheduler; returns what was released."""
+    done = release(store.r, job_id, slots)
+    if done:
+        sync_slots(store, job_id)
+        store.emit("released", job=job_id)
+    return done

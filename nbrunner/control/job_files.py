@@ -6,15 +6,18 @@
 """
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
+import shutil
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InvalidRequest, NotFound
 from ..core.html import OUTPUT_HTML
+from ..core.safe_write import list_beneath, open_beneath
 
 if TYPE_CHECKING:
     from ..core.models import JobRecord
@@ -30,31 +33,43 @@ def read_log(job_dir: Path, offset: int = 0, finished: bool = False) -> tuple[st
     ``finished``, the logs of its learners (``logs/learner-*.log``) after it, each under a
     ``--- learner log NAME ---`` header.  Offsets count bytes of that whole text, so the
     text while the job runs is a prefix of the final one: a reader that tails with the
-    returned offset gets every byte once.  An offset past the end reads nothing.
+    returned offset gets every byte once.  An offset past the end reads nothing.  No link in the
+    job directory is followed (a job run as its owner could point one at anyone's file).
     """
     offset = max(0, offset)
-    logs = job_dir / "logs"
-    driver = logs / "driver.log"
     parts: list[bytes] = []
-    if driver.exists():
-        with open(driver, "rb") as f:
-            parts.append(f.read())
+    driver = _read(job_dir, "logs", "driver.log")
+    if driver is not None:
+        parts.append(driver)
     if finished:
-        for path in sorted(logs.glob("learner-*.log"), key=lambda p: (p.stat().st_mtime, p.name)):
-            body = path.read_bytes()
+        try:
+            found = list_beneath(job_dir, "logs")
+        except OSError:
+            found = {}
+        for name in sorted((n for n in found if fnmatch.fnmatch(n, "learner-*.log")),
+                           key=lambda n: (found[n].st_mtime, n)):
+            body = _read(job_dir, "logs", name)
             if body:
                 head = b"" if not parts or parts[-1].endswith(b"\n") else b"\n"
-                parts.append(head + f"--- learner log {path.name} ---\n".encode() + body)
+                parts.append(head + f"--- learner log {name} ---\n".encode() + body)
     data = b"".join(parts)
     chunk = data[offset:]
     return chunk.decode("utf-8", errors="replace"), max(offset, len(data)) if chunk else offset
+
+
+def _read(job_dir: Path, *parts: str) -> bytes | None:
+    try:
+        with open_beneath(job_dir, *parts) as f:
+            return f.read()
+    except OSError:  # missing, or a link
+        return None
 
 
 def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
     """The rows of ``metrics.jsonl`` in order; a line that is not a JSON object is skipped."""
     rows: list[dict[str, Any]] = []
     try:
-        with open(job_dir / "metrics.jsonl", "rb") as f:
+        with open_beneath(job_dir, "metrics.jsonl") as f:
             for line in f:
                 try:
                     row = json.loads(line)
@@ -62,9 +77,29 @@ def read_metrics(job_dir: Path) -> list[dict[str, Any]]:
                     continue
                 if isinstance(row, dict):
                     rows.append(row)
-    except FileNotFoundError:
+    except OSError:  # missing, or a link
         pass
     return rows
+
+
+def read_output(job_dir: Path, job_id: str) -> dict[str, Any]:
+    """The executed notebook (JSON); NotFound before it exists."""
+    return json.loads(read_output_text(job_dir, job_id))
+
+
+def read_output_text(job_dir: Path, job_id: str) -> str:
+    """The executed notebook's file; NotFound before it exists."""
+    body = _read(job_dir, "output.ipynb")
+    if body is None:
+        raise NotFound(f"job {job_id} has no output notebook yet")
+    return body.decode("utf-8")
+
+
+def copy_file(path: Path, out) -> None:
+    """Copy a job's file (``path``, in its directory, as :func:`download_file` gives it) to the
+    binary file ``out``, following no link."""
+    with open_beneath(path.parent, path.name) as f:
+        shutil.copyfileobj(f, out, 1 << 20)
 
 
 DOWNLOAD_SUFFIX = {"ipynb": ".ipynb", "html": ".html", "zip": ".zip"}

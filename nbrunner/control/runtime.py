@@ -1,7 +1,9 @@
 """What code running inside a job (the notebook's kernel, its learners) knows of its job.
 
 A worker starts the kernel with ``NBRUNNER_JOB_ID``, ``NBRUNNER_JOB_DIR`` and the Redis URL
-in the environment.  Outside a job every function here is a harmless no-op.
+in the environment (a job that runs as its owner: its own credential, and its changes go
+through its work horse, :mod:`nbrunner.control.job_channel`).  Outside a job every function
+here is a harmless no-op.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 from ..core.config import JOB_DIR, JOB_ID, REDIS_URL
 
 _store = None
+_channel = None
 
 
 def job_id() -> str | None:
@@ -35,6 +38,16 @@ def job_store():
 
         _store = JobStore.from_url(REDIS_URL.required())
     return _store
+
+
+def job_channel():
+    """The running job's channel (:func:`nbrunner.control.job_channel.channel_for`), one per process."""
+    global _channel
+    if _channel is None:
+        from .job_channel import channel_for
+
+        _channel = channel_for(job_store(), job_id())
+    return _channel
 
 
 def _scalar(value: Any) -> Any:
@@ -62,12 +75,13 @@ def report(progress: float | None = None, metrics: dict[str, Any] | None = None,
         import redis
 
         from ..core.lifecycle import Progress, Refused
+        from .job_channel import ChannelError
 
         try:
-            job_store().transition(jid, Progress(progress=progress, metrics=metrics))
+            job_channel().transition(Progress(progress=progress, metrics=metrics))
         except Refused:
             pass  # the job has finished (a cancel came first): the record keeps its final state
-        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
+        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, ChannelError):
             pass  # Redis is restarting: metrics.jsonl has the line; the next report updates the record
 
 

@@ -22,23 +22,28 @@ import time
 from collections import defaultdict
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 import redis
 
 from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob
 
+from ..core.accounts import AccountTree
 from ..core.allocate import allocate
 from ..core.config import (JOB_GRACE_S, KEEP_DAYS, LEASE_TTL, RENEWALS_PER_TTL, SCHEDULER_INTERVAL_S, STRANDED_AFTER_S,
                            Settings, check)
 from ..core.keys import ACTIVE, LEASE, POLICY, job_key
-from ..core.lifecycle import Dispatch, Position, Refused, Undispatch, WorkerLost
+from ..core.lifecycle import Dispatch, Position, Preempt, Refused, SetAccount, Shrunk, Undispatch, WorkerLost
 from ..core.models import JobRecord, utcnow
 from ..core.placement import Slot, Step, admitted, demand_of, plan, started
 from ..core.quarantine import quarantine_job
+from ..core.reclaim import reclaim_plan
+from ..core.shares import account_shares
 from ..core.store import JobStore
-from . import grants
+from . import accounts, grants
 from .actions import advance, carry_out
+from .job_access import revoke_access, runs_as_owner
 from .retention import Retention
 from .queues import queue, rq_connection, rq_job_id
 from .registration import Capacity, live_capacity
@@ -79,9 +84,31 @@ def quarantined(store: JobStore, job_id: str, cause: str) -> None:
         carry_out(store, job_id, done.actions)
 
 
-def placeable(store: JobStore, live: list[JobRecord], total: int, policy: str):
-    """(jobs, demands, shares) of the live jobs the allocator accepts; a job whose demand it
-    refuses (e.g. a GPU count out of range written by an older version) is quarantined."""
+class Division(NamedTuple):
+    """One pass's division of the GPUs: the jobs the allocator accepts, their demands and shares,
+    the admitted ids; with an accounts tree also each job's account and the accounts' rows."""
+
+    jobs: list[JobRecord]
+    demands: list[dict]
+    shares: dict[str, int]
+    admitted: set[str]
+    account_of: dict[str, str]
+    rows: list[dict]
+
+
+def divide(total: int, demands: list[dict], policy: str, tree: AccountTree | None) -> tuple:
+    """(shares, admitted ids, account of each job, account rows) of ``demands``."""
+    if tree is None:
+        return allocate(total, demands, policy), admitted(total, demands, policy), {}, []
+    s = account_shares(total, demands, policy, tree)
+    ok = {d["id"] for d in demands if s.jobs.get(d["id"], 0) > 0 or d["max_gpus"] == 0}
+    return s.jobs, ok, s.account_of, s.accounts
+
+
+def placeable(store: JobStore, live: list[JobRecord], total: int, policy: str, tree: AccountTree | None = None
+              ) -> Division:
+    """The division of the live jobs the allocator accepts; a job whose demand it refuses (e.g. a
+    GPU count out of range written by an older version) is quarantined."""
     def refused(rec: JobRecord, exc: Exception) -> None:
         quarantined(store, rec.id, f"the job could not be placed ({exc.__class__.__name__}: {exc})")
 
@@ -93,18 +120,18 @@ def placeable(store: JobStore, live: list[JobRecord], total: int, policy: str):
         except Exception as exc:  # noqa: BLE001
             refused(rec, exc)
     try:
-        return kept, demands, allocate(total, demands, policy) if demands else {}
+        return Division(kept, demands, *divide(total, demands, policy, tree))
     except (ValueError, TypeError, OverflowError):
         pass
     good = []
     for rec, d in zip(kept, demands):  # find the demands the allocator refuses, one by one
         try:
-            allocate(total, [d], policy)
+            divide(total, [d], policy, tree)
             good.append((rec, d))
         except Exception as exc:  # noqa: BLE001
             refused(rec, exc)
     kept, demands = [r for r, _ in good], [d for _, d in good]
-    return kept, demands, allocate(total, demands, policy) if demands else {}
+    return Division(kept, demands, *divide(total, demands, policy, tree))
 
 
 class Scheduler:
@@ -276,6 +303,8 @@ class Scheduler:
         except Refused:
             return
         log.warning("worker %s lost: job %s %s", rec.worker, rec.id, done.record.status)
+        if runs_as_owner(self.store):  # its worker cannot delete the job's Redis user any more
+            revoke_access(self.store, rec.id)
 
     def undispatch(self, rec: JobRecord) -> None:
         try:
@@ -285,19 +314,56 @@ class Scheduler:
 
     # ---- allocation -------------------------------------------------------------------
     def allocate(self, jobs: list[JobRecord], cap: Capacity, held: dict[Slot, str]) -> None:
-        """Shares from the policy, a plan from :func:`nbrunner.core.placement.plan`, then the plan
-        carried out against Redis.  A slot another job took meanwhile (a stale view) makes that
-        step wait for the next pass."""
+        """Shares from the policy (down the accounts tree, if the cluster has one), a plan from
+        :func:`nbrunner.core.placement.plan`, then the plan carried out against Redis.  A slot
+        another job took meanwhile (a stale view) makes that step wait for the next pass."""
         live = [r for r in jobs if not r.finished and not r.cancel_requested]
         total = len(cap.slots)
-        policy = self.policy
-        live, demands, shares = placeable(self.store, live, total, policy)
+        tree = accounts.current(self.store)
+        div = placeable(self.store, live, total, self.policy, tree)
+        shares, reasons = div.shares, {}
+        if tree is not None:
+            shares, reasons = self.reclaim(div, tree)
         grant_of = {r.id: [tuple(s) for s in grants.read_grant(self.r, r.id)["slots"]]
-                    for r in live if started(r) and r.elastic}
-        steps = plan(live, shares, admitted(total, demands, policy), grant_of, cap.slots - set(held), policy)
+                    for r in div.jobs if started(r) and r.elastic}
+        steps = plan(div.jobs, shares, div.admitted, grant_of, cap.slots - set(held), self.policy)
         for step in steps:
             with contained(self.store, step.rec, "could not be placed"):
+                if step.kind == "shrink" and step.rec.id in reasons:
+                    self.note(step.rec, Shrunk(reason=reasons[step.rec.id]))
                 self.apply(step)
+
+    def note(self, rec: JobRecord, event) -> None:
+        """Apply a bookkeeping event to ``rec``; one that no longer applies (the job ended
+        meanwhile) is dropped."""
+        try:
+            advance(self.store, rec.id, event)
+        except Refused:
+            pass
+
+    def reclaim(self, div: Division, tree: AccountTree) -> tuple[dict[str, int], dict[str, str]]:
+        """With accounts: note each job's account and what each account holds; preempt the jobs
+        whose GPUs were asked back ``reclaim_after`` ago.  Returns the shares to place and why
+        elastic jobs shrink (see :mod:`nbrunner.core.reclaim`)."""
+        for rec in div.jobs:
+            if rec.account != div.account_of.get(rec.id):
+                with contained(self.store, rec, "could not be given its account"):
+                    self.note(rec, SetAccount(account=div.account_of.get(rec.id)))
+        held: dict[str, int] = {row["path"]: 0 for row in div.rows}
+        for rec in div.jobs:
+            held[div.account_of[rec.id]] = held.get(div.account_of[rec.id], 0) + len(rec.slots)
+        accounts.record_usage(self.store, held)
+        r = reclaim_plan(div.jobs, div.shares, div.rows, div.account_of)
+        by_id = {rec.id: rec for rec in div.jobs}
+        for job_id in accounts.due_preemptions(self.store, r.preempt, tree.reclaim_after):
+            rec = by_id[job_id]
+            with contained(self.store, rec, "could not be preempted"):
+                try:
+                    advance(self.store, job_id, Preempt(attempt=rec.attempt, reason=r.preempt[job_id]), self.settings)
+                    log.warning("job %s preempted: %s", job_id, r.preempt[job_id])
+                except Refused:
+                    pass
+        return r.shares, r.shrunk
 
     def apply(self, step: Step) -> None:
         """Carry out one step of the plan."""

@@ -19,7 +19,7 @@ import os
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import redis
 
@@ -78,7 +78,7 @@ def _snapshot_text(settings: Settings, rec: ScheduleRecord) -> str:
 
 
 def create_schedule(store: JobStore, settings: Settings, request: dict[str, Any], owner: str | None = None,
-                    base: Path | None = None) -> ScheduleRecord:
+                    base: Path | None = None, groups: Sequence[str] = ()) -> ScheduleRecord:
     """Validate ``request`` (``{notebook, cron or every, timezone?, overlap?, parameters?, name?,
     min_gpus?, max_gpus?, priority?, timeout?, content?}``) and store the schedule.  With
     ``content`` (the notebook's JSON object or text) every run runs that content, kept as the
@@ -96,7 +96,7 @@ def create_schedule(store: JobStore, settings: Settings, request: dict[str, Any]
         rec = ScheduleRecord(
             id=submit.new_id(), name=spec.name or Path(notebook).stem, notebook=notebook,
             parameters=spec.parameters, cron=spec.cron, every=spec.every, timezone=spec.timezone,
-            overlap=spec.overlap, created_at=iso(now), owner=owner or getpass.getuser(),
+            overlap=spec.overlap, created_at=iso(now), owner=owner or getpass.getuser(), groups=list(groups),
             min_gpus=spec.min_gpus, max_gpus=spec.max_gpus, priority=spec.priority, timeout=spec.timeout,
             next_run_at=iso(next_fire(spec, now, anchor=now if spec.every else None)),
             from_content=snapshot is not None,
@@ -280,7 +280,7 @@ def _fire(store: JobStore, settings: Settings, rec: ScheduleRecord) -> str | Non
             request = {**rec.spec().job_request(), "schedule": rec.id, "name": rec.name}
             if rec.from_content:
                 request["content"] = _snapshot_text(settings, rec)
-            job_id, error = submit.submit(store, settings, request, owner=rec.owner).id, None
+            job_id, error = submit.submit(store, settings, request, owner=rec.owner, groups=rec.groups).id, None
         except NbrunnerError as exc:  # the notebook was removed or broken since: say why, keep the schedule
             job_id, error = None, one_line(exc)
             log.warning("schedule %s: no run: %s", rec.id, error)

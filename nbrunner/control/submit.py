@@ -14,7 +14,7 @@ import string
 import threading
 from collections import OrderedDict
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from ..core.config import CHECKED_NOTEBOOKS_BYTES, MAX_NOTEBOOK_BYTES, PURGE_WAIT_S, RETRIES, Settings
 from ..core.errors import Conflict, InvalidRequest
@@ -236,9 +236,10 @@ def relative_to_workspace(settings: Settings, path: Path) -> str:
 
 
 def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: str | None = None,
-           base: Path | None = None) -> JobRecord:
+           base: Path | None = None, groups: Sequence[str] = ()) -> JobRecord:
     """Validate a job request, snapshot its notebook to ``runs/<id>/input.ipynb`` and queue it;
-    returns the new record.
+    returns the new record, owned by ``owner`` (default: this process's user), with the owner's
+    ``groups`` beside it.
 
     The notebook is the file ``notebook`` names (inside the workspace), or, when the request
     carries ``content`` (the notebook's JSON object or text), that content, which ``notebook``
@@ -260,11 +261,11 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: 
     if req.language:
         check_language(req.language)
     cwd = resolve_cwd(settings, req.cwd, base) if req.cwd else None
-    return _record(store, settings, req, checked, shown, stem, cwd, owner)
+    return _record(store, settings, req, checked, shown, stem, cwd, owner, groups)
 
 
 def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Checked, shown: str,
-            stem: str, cwd: str | None, owner: str | None) -> JobRecord:
+            stem: str, cwd: str | None, owner: str | None, groups: Sequence[str]) -> JobRecord:
     """Snapshot ``checked`` to a new job directory and queue the job ``req`` (already validated)."""
     for _ in range(10):
         job_id = new_id()
@@ -288,6 +289,7 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Check
             min_gpus=req.min_gpus,
             max_gpus=req.max_gpus,
             owner=owner or getpass.getuser(),
+            groups=list(groups),
             output=relative_to_workspace(settings, job_dir / "output.ipynb"),
             sweep=req.sweep,
             schedule=req.schedule,
@@ -309,9 +311,9 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Check
 
 
 def rerun(store: JobStore, settings: Settings, job_id: str, parameters: Any = None,
-          owner: str | None = None) -> JobRecord:
+          owner: str | None = None, groups: Sequence[str] = ()) -> JobRecord:
     """A new job from ``job_id``'s input snapshot, with the same options and its parameters
-    updated by ``parameters``; owned by ``owner``."""
+    updated by ``parameters``; owned by ``owner`` (in ``groups``)."""
     old = store.get(job_id)
     if parameters is None:
         parameters = {}
@@ -327,7 +329,7 @@ def rerun(store: JobStore, settings: Settings, job_id: str, parameters: Any = No
         raise Conflict(f"job {job_id} has no input snapshot to run again")
     checked = check_notebook(snapshot, f"the input of job {job_id}")
     cwd = resolve_cwd(settings, old.cwd) if old.cwd else None
-    return _record(store, settings, req, checked, old.notebook, old.name, cwd, owner)
+    return _record(store, settings, req, checked, old.notebook, old.name, cwd, owner, groups)
 
 
 def purge(store: JobStore, settings: Settings, job_id: str, wait: float = PURGE_WAIT_S) -> None:

@@ -23,7 +23,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path, PurePath, PurePosixPath
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import redis
 
@@ -169,10 +169,11 @@ def prepare(settings: Settings, notebook: str | os.PathLike, spec: Any, *, base:
 
 
 def create_sweep(store: JobStore, settings: Settings, notebook: str | os.PathLike, spec: Any, *,
-                 owner: str | None = None, base: Path | None = None, allow_file: bool = True,
-                 content: Any = None, **options: Any) -> SweepRecord:
-    """Validate, record the sweep and submit its first trials (at most ``max_parallel``).  With
-    ``content`` (the notebook's JSON object or text) the trials run that, and ``notebook`` names it."""
+                 owner: str | None = None, groups: Sequence[str] = (), base: Path | None = None,
+                 allow_file: bool = True, content: Any = None, **options: Any) -> SweepRecord:
+    """Validate, record the sweep and submit its first trials (at most ``max_parallel``), owned by
+    ``owner`` (in ``groups``), as the sweep is.  With ``content`` (the notebook's JSON object or
+    text) the trials run that, and ``notebook`` names it."""
     from ..core.notebooks import load_nbformat
 
     nbformat = load_nbformat()
@@ -186,7 +187,7 @@ def create_sweep(store: JobStore, settings: Settings, notebook: str | os.PathLik
             break
     rec = SweepRecord(id=sweep_id, notebook=shown, name=options.pop("name", None) or path.stem,
                       spec=parsed.to_dict(), trials=[Trial(parameters=p) for p in trials], options=options,
-                      owner=owner or getpass.getuser(), from_content=content is not None)
+                      owner=owner or getpass.getuser(), groups=list(groups), from_content=content is not None)
     snap = snapshot_path(settings, sweep_id)
     snap.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(snap))
@@ -327,7 +328,7 @@ def _submit_trial(store: JobStore, settings: Settings, rec: SweepRecord, index: 
     try:
         if rec.from_content:
             request.update(notebook=rec.notebook, content=_snapshot_text(settings, rec.id))
-        job = submit.submit(store, settings, request, owner=rec.owner)
+        job = submit.submit(store, settings, request, owner=rec.owner, groups=rec.groups)
     except NbrunnerError as exc:  # e.g. the notebook was deleted meanwhile: this trial cannot run
         trial.state = "skipped"
         trial.error = str(exc)

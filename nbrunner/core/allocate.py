@@ -47,9 +47,9 @@ def allocate(total_gpus: int, demands: list[dict], policy: str = "fairshare", ac
     remainder (ties to the earlier job); ``priority`` gives every admitted job its
     min and the rest greedily in order up to each max; ``goodput`` (see
     ``nbrunner.core.goodput``) admits as fairshare and gives the GPUs above the
-    minimums by weighted marginal speedup of each job's measured ``throughput``
-    (``{gpus: samples_per_s}``), restart-aware via ``gpus``/``pause_s``.
-    ``accounts``: an accounts tree (dict or ``AccountTree``) to divide by first
+    minimums short work first (queues by ``attained`` GPU-seconds), each queue's
+    by the measured speedups of its jobs' ``throughput`` (``{gpus:
+    samples_per_s}``), restart-aware via ``gpus``/``pause_s``. ``accounts``: an accounts tree (dict or ``AccountTree``) to divide by first
     (``nbrunner.core.shares``). Raises ``ValueError`` on invalid input.
     """
     total = check_call(total_gpus, policy)

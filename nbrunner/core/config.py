@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
+from urllib.parse import quote
 
 from .errors import InvalidRequest
 
@@ -153,6 +154,11 @@ def service_token(environ: Environ | None = None) -> str | None:
     """The token for ``NBRUNNER_SERVICE_URL``: ``NBRUNNER_TOKEN``, else ``JUPYTERHUB_API_TOKEN``."""
     return TOKEN.raw(environ) or (os.environ if environ is None else environ).get(HUB_TOKEN_NAME) or None
 
+#: Below this uid (system accounts, Debian's UID_MIN) no job runs as its owner.
+MIN_UID_DEFAULT = 1000
+MIN_UID = Variable("NBRUNNER_MIN_UID", "with `--run-as-owner`: owners whose uid is lower (system accounts, root) "
+                   "are refused", MIN_UID_DEFAULT, "count")
+
 # ---- variables nbrunner sets for its own child processes ---------------------------------------
 
 HOST = Variable("NBRUNNER_HOST", "the host name of the worker that started the process (`--host`)",
@@ -177,12 +183,16 @@ ELASTIC_STORE_TIMEOUT = Variable("NBRUNNER_ELASTIC_STORE_TIMEOUT", "seconds a le
                                  60, "seconds", internal=True)
 ELASTIC_STANDBY = Variable("NBRUNNER_ELASTIC_STANDBY", "the learner starts ahead and picks its GPU once assigned",
                            kind="flag", internal=True)
+RUN_AS_OWNER = Variable("NBRUNNER_RUN_AS_OWNER", "set in a worker that runs jobs as their owners (its work horses "
+                        "read it)", kind="flag", internal=True)
+JOB_CHANNEL = Variable("NBRUNNER_JOB_CHANNEL", "`worker`: a job's processes ask their work horse for every change",
+                       internal=True)
 
 #: Every variable, users' first.
 VARIABLES = (WORKSPACE, REDIS_URL, STORAGE, RETRIES, WORKER_TTL, LEASE_TTL, KEEP_DAYS, RUNTIME_DIR, WARM_KERNEL,
              LAB_TOKEN, ELASTIC_THREADS, ELASTIC_CPUS, ELASTIC_KEEP_LOGS, SERVICE_URL, TOKEN,
              HOST, HOST_ADDR, JOB_ID, JOB_DIR, GPUS, SLOT_SOURCE, SPARE_KERNEL, WARM_IMPORTS, LEARNER_LOADED,
-             ELASTIC_SYSPATH, ELASTIC_DEVICE, ELASTIC_STORE_TIMEOUT, ELASTIC_STANDBY)
+             ELASTIC_SYSPATH, ELASTIC_DEVICE, ELASTIC_STORE_TIMEOUT, ELASTIC_STANDBY, MIN_UID, RUN_AS_OWNER, JOB_CHANNEL)
 #: The variables users set (the README's configuration table).
 USER_VARIABLES = tuple(v for v in VARIABLES if not v.internal)
 
@@ -237,6 +247,16 @@ LEARNER_KILL_AFTER_S = 3.0
 LEARNER_STALLED_S = 0.5
 #: Seconds a learner request on another host may wait for a worker to claim it before it is cancelled.
 LEARNER_START_TIMEOUT_S = 30.0
+#: Seconds ``nbrunner service`` reuses the hub's answer for a token (a revoked token works at most this long).
+HUB_AUTH_CACHE_S = 60
+#: The port of ``nbrunner service`` when neither ``--port`` nor the service's url in the hub config gives one.
+SERVICE_PORT = 10101
+#: Changes of the accounts' held GPUs kept for the cluster view's chart.
+ACCOUNTS_TIMELINE_KEPT = 10_000
+#: Seconds an hour's bucket of account usage is kept (the last 24 h are summed from them).
+USAGE_BUCKETS_KEPT_S = 25 * 3600
+#: A longer gap between two scheduler passes (no scheduler ran) is not counted as GPU use.
+USAGE_MAX_PASS_GAP_S = 300.0
 #: Seconds a worker's learner agent waits before starting warm learner interpreters again.
 WARM_LEARNER_REFILL_S = 10.0
 #: Seconds papermill's per-cell limit adds to a job's timeout (a backstop: the deadline ends the job first).
@@ -350,6 +370,11 @@ MODEL_DRAIN_BYTES = 64 * 1024 * 1024
 
 #: The workspace's directory of nbrunner's own state (the embedded Redis, logs).
 STATE_DIR = ".nbrunner"
+#: With jobs run as their owners, the embedded Redis's password (in the 0700 state directory: only
+#: nbrunner's own processes read it).
+PASSWORD_FILE = "redis.password"
+#: With jobs run as their owners, the directory (in the workspace) of the socket jobs reach Redis on.
+SOCKET_DIR = ".nbrunner-socket"
 
 
 @dataclass(frozen=True)
@@ -376,7 +401,7 @@ class Settings:
 
     @property
     def socket_path(self) -> Path:
-        return self.state_dir / "redis.sock"
+        return embedded_socket(self.state_dir, embedded_password(self.state_dir) is not None)
 
     @property
     def embedded(self) -> bool:
@@ -385,7 +410,7 @@ class Settings:
     @property
     def url(self) -> str:
         """The Redis URL clients use (the embedded server's unix socket when none is set)."""
-        return self.redis_url or f"unix://{self.socket_path}"
+        return self.redis_url or embedded_url(self.state_dir)
 
     def job_dir(self, job_id: str) -> Path:
         return self.storage / job_id
@@ -393,6 +418,28 @@ class Settings:
     def env(self) -> dict[str, str]:
         """Environment that makes a child process see this same cluster."""
         return {WORKSPACE.name: str(self.workspace), STORAGE.name: str(self.storage), REDIS_URL.name: self.url}
+
+
+def embedded_password(state_dir: Path) -> str | None:
+    """The password of the workspace's embedded Redis (None: it wants none, or this process may
+    not know it)."""
+    try:
+        return (state_dir / PASSWORD_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def embedded_socket(state_dir: Path, shared: bool) -> Path:
+    """The embedded Redis's socket: in the private state directory, or, when it is shared with the
+    jobs' own processes (password-protected), in a directory beside it that they can reach."""
+    return state_dir.parent / SOCKET_DIR / "redis.sock" if shared else state_dir / "redis.sock"
+
+
+def embedded_url(state_dir: Path) -> str:
+    """The URL of the workspace's embedded Redis, with its password if it has one."""
+    password = embedded_password(state_dir)
+    auth = f":{quote(password, safe='')}@" if password else ""
+    return f"unix://{auth}{embedded_socket(state_dir, password is not None)}"
 
 
 def redact(url: str) -> str:

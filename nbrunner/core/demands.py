@@ -101,14 +101,15 @@ def split_admitted(policy: str, shares, adm: np.ndarray, d: Demands, starts: np.
             before = before - before[starts][seg]
         free = shares - np.add.reduceat(m, starts)
         return m + np.clip(free[seg] - before, 0, cap)
-    x = fair_split(shares, m, M, d.w[adm], d.w_is_int, None if one else starts)
-    if policy == "goodput":  # nbrunner/core/goodput.py: measured speedups, restart-aware
+    if policy == "goodput":  # nbrunner/core/goodput.py: short work first, measured speedups, restart-aware
+        x = np.zeros(n, dtype=np.int64)
         ends = np.append(starts[1:], n)
         for g, (a, b) in enumerate(zip(starts.tolist(), ends.tolist())):
             part = adm[a:b]
-            x[a:b] = goodput_allocate(int(shares[g]), m[a:b], M[a:b], d.w[part], x[a:b],
+            x[a:b] = goodput_allocate(int(shares[g]), m[a:b], M[a:b], d.w[part], d.w_is_int,
                                       [d.items[i] for i in part], [d.ids[i] for i in part])
-    return x
+        return x
+    return fair_split(shares, m, M, d.w[adm], d.w_is_int, None if one else starts)
 
 
 def _columns(demands: list[dict]) -> tuple[list, ...]:

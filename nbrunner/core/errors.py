@@ -18,6 +18,12 @@ class NotFound(NbrunnerError, KeyError):
         return str(self.args[0]) if self.args else "not found"
 
 
+class Forbidden(NbrunnerError):
+    """The caller may not do this (an admin's operation)."""
+
+    status = 403
+
+
 class Conflict(NbrunnerError):
     status = 409
 

@@ -7,7 +7,6 @@ nbconvert is imported here on first use only: the CLI's read commands never load
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from pathlib import Path
 
@@ -48,27 +47,25 @@ def preload() -> None:
 
 def write_output_html(job_dir: Path) -> Path | None:
     """Render ``output.ipynb`` (or, if the job never ran, the ``input.ipynb`` snapshot) to
-    ``output.html``, replacing it atomically; None if there is no notebook or it cannot be
-    rendered (never raises: the job must end whatever happens here)."""
+    ``output.html``, replacing it atomically (as :func:`nbrunner.core.safe_write.write_into`: the
+    job directory may be its owner's); None if there is no notebook or it cannot be rendered
+    (never raises: the job must end whatever happens here)."""
     source = next((p for p in (job_dir / "output.ipynb", job_dir / "input.ipynb") if p.is_file()), None)
     if source is None:
         return None
-    target = job_dir / OUTPUT_HTML
-    tmp = job_dir / f".{OUTPUT_HTML}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         from .notebooks import load_nbformat
+        from .safe_write import open_beneath, write_into
 
-        nb = load_nbformat().read(str(source), as_version=4)
+        with open_beneath(job_dir, source.name, mode="r") as f:
+            nb = load_nbformat().read(f, as_version=4)
         # Without the saved widget state nbconvert shows each widget's own static fallback
         # (e.g. the jobs monitor's text/html table); with it, it emits views that need the
         # widget manager's scripts from a CDN, blank when viewed offline or with scripts off.
         nb.metadata.pop("widgets", None)
         with _lock:
             body, _ = exporter().from_notebook_node(nb)
-        tmp.write_text(body, encoding="utf-8")
-        os.replace(tmp, target)
-        return target
+        return write_into(job_dir, OUTPUT_HTML, body.encode("utf-8"))
     except Exception as exc:  # noqa: BLE001 - a notebook nbconvert cannot render must not block the job's end
         log.warning("could not render %s to HTML: %s: %s", source, exc.__class__.__name__, exc)
-        tmp.unlink(missing_ok=True)
         return None

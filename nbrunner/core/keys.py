@@ -1,7 +1,7 @@
 """Every Redis key nbrunner writes, named once: jobs, the scheduler's lease, workers, learners.
 
 All keys live under ``nbrunner:`` so a shared Redis can hold other data.  The modules that
-read and write a key import its name from here; grants keep theirs in
+read and write a key import its name from here; grants keep the holdings and slot log in
 :mod:`nbrunner.control.grants`, the only module that touches them.
 """
 from __future__ import annotations
@@ -17,11 +17,33 @@ INDEXED = PREFIX + "jobs:indexed"  # version of the status indexes the records w
 LEASE = PREFIX + "scheduler"  # the active scheduler's lease ("<host>.<pid>", with a TTL)
 POLICY = PREFIX + "policy"  # the allocation policy the active scheduler applies
 WORKERS = PREFIX + "workers"  # names of registered workers (each with a heartbeat key)
+ACCOUNTS = PREFIX + "accounts"  # hash: the published accounts file (text, source, loaded_at)
+USAGE = PREFIX + "usage"  # hash: account path -> GPU-seconds used in total (and per hour: usage:<hour>)
+USAGE_LAST = PREFIX + "usage:last"  # the time (Unix s) usage was last added up to
+ACCOUNTS_TIMELINE = PREFIX + "accounts:timeline"  # list of {"t", "gpus": {path: held}}, oldest first
+RECLAIM = PREFIX + "reclaim"  # hash: job id -> when its GPUs were first asked back (Unix s)
+RUN_AS_OWNER = PREFIX + "run_as_owner"  # set by the first worker that runs jobs as their owners: then all must
 
 
 def job_key(job_id: str) -> str:
     """The JSON record of one job."""
     return f"{PREFIX}job:{job_id}"
+
+
+def grant_key(job_id: str) -> str:
+    """A job's grant: ``{"generation", "slots"}`` (also the channel a new grant is published on)."""
+    return f"{PREFIX}grant:{job_id}"
+
+
+def channel_key(job_id: str) -> str:
+    """The list a job's processes push their requests to when they run as their owner (its work
+    horse pops them: :mod:`nbrunner.control.job_channel`)."""
+    return f"{PREFIX}channel:{job_id}"
+
+
+def reply_key(job_id: str, request: str) -> str:
+    """The list the work horse pushes its answer to a job's request ``request`` to."""
+    return f"{channel_key(job_id)}:{request}"
 
 
 def status_index(status: str) -> str:

@@ -10,19 +10,23 @@ a transition atomically; :mod:`nbrunner.control.actions` carries out its actions
 States: the status users see (:class:`~nbrunner.core.models.JobStatus`) refined by the
 phase (:class:`~nbrunner.core.models.JobPhase`)::
 
-    queued/waiting --Dispatch--> queued/dispatched --Start--> running/running
-          ^    <--Undispatch--                                  |  Finish, Fail, Timeout
-          |                                                     v
-          +--WorkerLost, ReleaseConfirmed (retries left)-- {completed,failed,cancelled}/stopping
-                                                                |  ReleaseConfirmed, Cancelled
-                                                                v
-                                                          finished/ended --Purge--> (removed)
+    queued/waiting --Dispatch--> queued/dispatched --Start--> running/running --Preempt--> running/preempting
+          ^    <--Undispatch--                                  |  Finish, Fail, Timeout         |
+          |                                                     v                               |
+          +--WorkerLost, ReleaseConfirmed (a retry, or a preemption: waits again) --------------+
+          |                                    {completed,failed,cancelled}/stopping
+          +--WorkerLost, ReleaseConfirmed (retries left) ---------+  |  ReleaseConfirmed, Cancelled
+                                                                     v
+                                                               finished/ended --Purge--> (removed)
 
 ``CancelRequested`` and ``Quarantine`` end a job from any unfinished state (``stopping`` if a
-worker runs it, else ``ended``).  Invariants (tests/core/test_lifecycle.py checks them over
-random event sequences): a finished job has ``finished_at``, an unfinished one has none; a
-job in ``ended`` holds no slot; ``error`` is set only on failed or cancelled jobs; ``history``
-has one entry per status change; a job starts at most ``retries + 1`` times.
+worker runs it, else ``ended``).  Bookkeeping events (``Progress``, ``SetPriority``,
+``Position``, ``SlotsHeld``, ``Declare``, ``TrainingOver``, ``Shrunk``, ``SetAccount``,
+``StoppedEarly``) change a record within its state.  Invariants (tests/core/test_lifecycle.py
+checks them over random event sequences): a finished job has ``finished_at``, an unfinished one
+has none; a job in ``ended`` holds no slot; ``error`` is set only on failed or cancelled jobs;
+``history`` has one entry per status change; a job starts at most ``retries + preempted + 1``
+times (a preemption spends no retry).
 """
 from __future__ import annotations
 
@@ -36,8 +40,9 @@ from .models import JobPhase, JobRecord, JobStatus, check_priority
 
 QUEUED, RUNNING, COMPLETED, FAILED, CANCELLED = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.COMPLETED,
                                                  JobStatus.FAILED, JobStatus.CANCELLED)
-WAITING, DISPATCHED, STARTED, STOPPING, ENDED = (JobPhase.WAITING, JobPhase.DISPATCHED, JobPhase.RUNNING,
-                                                 JobPhase.STOPPING, JobPhase.ENDED)
+WAITING, DISPATCHED, STARTED, PREEMPTING, STOPPING, ENDED = (
+    JobPhase.WAITING, JobPhase.DISPATCHED, JobPhase.RUNNING, JobPhase.PREEMPTING, JobPhase.STOPPING, JobPhase.ENDED)
+RUNS = (STARTED, PREEMPTING)  # a worker runs the job
 KERNEL_KILLED = "kernel killed"  # a kernel killed from outside (OOM killer, an admin) is run again, like a lost worker
 WORKER_LOST = "worker lost"
 HORSE_DIED = "worker process died: the job's process was killed"
@@ -156,6 +161,29 @@ class Quarantine(Event, frozen=True):
     at: str
 
 
+class Preempt(Event, frozen=True):
+    """Take a running job's GPUs back (``reason``: "reclaimed by account vision"): its worker stops
+    it, then it waits in the queue again, its checkpoint kept."""
+
+    name = "preempted"
+    attempt: int
+    reason: str
+
+
+class Shrunk(Event, frozen=True):
+    """An elastic job's grant was cut for ``reason`` (it gives the GPUs back at its next step)."""
+
+    name = "reclaimed"
+    reason: str
+
+
+class SetAccount(Event, frozen=True):
+    """The job's account (its path in the accounts tree)."""
+
+    name = ""
+    account: str | None
+
+
 class Purge(Event, frozen=True):
     """Remove a finished, released job (record and directory)."""
 
@@ -205,8 +233,8 @@ class StoppedEarly(Event, frozen=True):
 
 
 JobEvent = Union[Dispatch, Undispatch, Start, Progress, Finish, Fail, Timeout, CancelRequested, Cancelled,
-                 ReleaseConfirmed, WorkerLost, Quarantine, Purge, SetPriority, Position, SlotsHeld, Declare,
-                 TrainingOver, StoppedEarly]
+                 ReleaseConfirmed, WorkerLost, Quarantine, Preempt, Shrunk, SetAccount, Purge, SetPriority, Position,
+                 SlotsHeld, Declare, TrainingOver, StoppedEarly]
 
 
 # ---- actions: what other code must do ------------------------------------------------------------
@@ -399,9 +427,9 @@ def _cancel(rec: JobRecord, e: CancelRequested) -> Transition:
     _unfinished(rec)
     changes: dict[str, Any] = {"status": CANCELLED, "error": e.reason, "finished_at": e.at, "cancel_requested": True}
     actions: tuple[Action, ...] = (RenderHtml(),)
-    if rec.phase in (DISPATCHED, STARTED):
+    if rec.phase in (DISPATCHED, *RUNS):
         actions += (StopRun(attempt=rec.attempt),)
-    if rec.phase is STARTED:  # its worker stops it and confirms
+    if rec.phase in RUNS:  # its worker stops it and confirms
         return Transition(_with(rec, phase=STOPPING, **changes), actions, e.name)
     gone, free = _slots_freed(rec, "cancelled")  # nothing of it ever ran: nobody else gives its slots back
     return Transition(_with(rec, phase=ENDED, **changes, **gone), actions + free, e.name)
@@ -414,11 +442,13 @@ def _slots_freed(rec: JobRecord, reason: str) -> tuple[dict[str, Any], tuple[Act
 
 
 def _requeue(rec: JobRecord, why: str, event: str, at: str) -> Transition:
-    """Run the job again (a retry): back to queued/waiting, its last attempt's outcome cleared; the
-    history entry of the return to the queue says ``why`` (``reason``)."""
+    """Run the job again: back to queued/waiting, its last attempt's outcome cleared; the history
+    entry of the return to the queue says ``why`` (``reason``).  A retry (lost worker, killed
+    kernel) counts against ``retries``; a preemption does not."""
     gone, free = _slots_freed(rec, "requeued")
-    new = _with(rec, status=QUEUED, phase=WAITING, lost=rec.lost + 1, worker=None, error=None, progress=None,
-                finished_at=None, at=at, **gone)
+    count = {"preempted": rec.preempted + 1} if rec.phase is PREEMPTING else {"lost": rec.lost + 1}
+    new = _with(rec, status=QUEUED, phase=WAITING, worker=None, error=None, progress=None, finished_at=None,
+                at=at, **count, **gone)
     new = msgspec.structs.replace(new, history=[*new.history[:-1], {**new.history[-1], "reason": why}])
     return Transition(new, (ForgetRun(attempt=rec.attempt),) + free, event)
 
@@ -431,10 +461,12 @@ def _ended(rec: JobRecord, changes: dict[str, Any], reason: str, event: str, htm
 
 def _release(rec: JobRecord, e: ReleaseConfirmed) -> Transition:
     _same_attempt(rec, e.attempt)
-    if rec.worker != e.worker or rec.phase not in (STARTED, STOPPING):
+    if rec.worker != e.worker or rec.phase not in (*RUNS, STOPPING):
         raise Refused(f"job {rec.id} is not run by {e.worker}")
     if rec.status is CANCELLED:
         raise Refused(f"job {rec.id} was cancelled: its worker confirms with Cancelled")
+    if rec.phase is PREEMPTING:  # stopped to give its GPUs back: it waits again
+        return _requeue(rec, rec.reclaimed or "preempted", e.name, e.at)
     if rec.status is RUNNING:  # the work horse died without recording the end
         return _ended(rec, {"status": FAILED, "error": HORSE_DIED, "finished_at": e.at}, "finished", e.name, True)
     if rec.status is FAILED and (rec.error or "").startswith(KERNEL_KILLED) and rec.lost < rec.retries:
@@ -455,6 +487,8 @@ def _lost(rec: JobRecord, e: WorkerLost) -> Transition:
         return _ended(rec, {}, WORKER_LOST, "released", False)
     if rec.status is not RUNNING:
         raise Refused(f"job {rec.id} is {rec.status}")
+    if rec.phase is PREEMPTING:  # it was being stopped anyway
+        return _requeue(rec, rec.reclaimed or "preempted", e.name, e.at)
     if rec.lost < rec.retries:
         return _requeue(rec, WORKER_LOST, e.name, e.at)
     failed = _ended(rec, {"status": FAILED, "error": WORKER_LOST, "finished_at": e.at}, WORKER_LOST, e.name, True)
@@ -464,10 +498,27 @@ def _lost(rec: JobRecord, e: WorkerLost) -> Transition:
 def _quarantine(rec: JobRecord, e: Quarantine) -> Transition:
     _unfinished(rec)
     changes = {"status": FAILED, "error": f"quarantined: {e.cause}", "finished_at": e.at, "cancel_requested": True}
-    if rec.phase is STARTED:  # its worker stops it (cancel_requested) and confirms
+    if rec.phase in RUNS:  # its worker stops it (cancel_requested) and confirms
         return Transition(_with(rec, phase=STOPPING, **changes), (), e.name)
     gone, free = _slots_freed(rec, "quarantined")
     return Transition(_with(rec, phase=ENDED, **changes, **gone), free, e.name)
+
+
+def _preempt(rec: JobRecord, e: Preempt) -> Transition:
+    _same_attempt(rec, e.attempt, RUNNING)
+    if rec.phase is not STARTED:
+        raise Refused(f"job {rec.id} is already being stopped")
+    return Transition(_with(rec, phase=PREEMPTING, reclaimed=e.reason), (StopRun(attempt=rec.attempt),), e.name)
+
+
+def _shrunk(rec: JobRecord, e: Shrunk) -> Transition:
+    if rec.phase not in (DISPATCHED, *RUNS):
+        raise Refused(f"job {rec.id} is not running")
+    return Transition(_with(rec, reclaimed=e.reason), (), e.name if rec.reclaimed != e.reason else "")
+
+
+def _set_account(rec: JobRecord, e: SetAccount) -> Transition:
+    return Transition(_with(rec, account=e.account))
 
 
 def _purge(rec: JobRecord, e: Purge) -> Transition:
@@ -523,7 +574,8 @@ def _stopped_early(rec: JobRecord, e: StoppedEarly) -> Transition:
 _HANDLERS = {
     Dispatch: _dispatch, Undispatch: _undispatch, Start: _start, Progress: _progress, Finish: _finish,
     Fail: _fail, Timeout: _timeout, CancelRequested: _cancel, Cancelled: _cancelled, ReleaseConfirmed: _release,
-    WorkerLost: _lost, Quarantine: _quarantine, Purge: _purge, SetPriority: _priority, Position: _position,
+    WorkerLost: _lost, Quarantine: _quarantine, Preempt: _preempt, Shrunk: _shrunk, SetAccount: _set_account,
+    Purge: _purge, SetPriority: _priority, Position: _position,
     SlotsHeld: _slots_held, Declare: _declare, TrainingOver: _training_over, StoppedEarly: _stopped_early,
 }
 

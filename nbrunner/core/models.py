@@ -41,12 +41,15 @@ class JobStatus(str, Enum):
 class JobPhase(str, Enum):
     """Where a job is between the scheduler and its worker (bookkeeping; the status is what
     users see): ``waiting`` and ``dispatched`` are queued (not yet / handed to a worker for the
-    current attempt); ``running``; ``stopping``: finished, but its worker has not yet confirmed
-    that nothing of it runs; ``ended``: finished and released."""
+    current attempt); ``running``, and ``preempting``: running, but its worker is asked to stop
+    it and give its GPUs back (an account reclaims them), after which it waits again;
+    ``stopping``: finished, but its worker has not yet confirmed that nothing of it runs;
+    ``ended``: finished and released."""
 
     WAITING = "waiting"
     DISPATCHED = "dispatched"
     RUNNING = "running"
+    PREEMPTING = "preempting"
     STOPPING = "stopping"
     ENDED = "ended"
 
@@ -66,7 +69,7 @@ PUBLIC_FIELDS = (
     "history",
 )
 # Bookkeeping fields that ``to_dict()`` (the REST and ``--json`` job) shows after the public ones.
-SHOWN_EXTRA = ("timeout", "kernel", "attempt", "worker", "queue_position")
+SHOWN_EXTRA = ("timeout", "kernel", "attempt", "worker", "queue_position", "groups", "account", "reclaimed")
 
 
 def utcnow() -> str:
@@ -200,6 +203,7 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     schedule: str | None = None  # the id of the schedule this job is a run of
     history: list[dict[str, str]] = []  # [{"status", "at"}], oldest first
     # bookkeeping
+    groups: list[str] = []  # the owner's groups when they submitted (a hub's groups, which may decide the account)
     timeout: float | None = None
     kernel: str | None = None
     language: str | None = None
@@ -208,6 +212,7 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     retries: int = RETRIES_DEFAULT
     attempt: int = 0  # number of times handed to a worker
     lost: int = 0  # times re-queued after its worker was lost (or its kernel killed)
+    preempted: int = 0  # times re-queued because its account's GPUs were reclaimed
     phase: JobPhase | None = None  # None only in records written before phases existed: see __post_init__
     worker: str | None = None
     host: str | None = None
@@ -216,6 +221,8 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     training_over: bool = False  # an elastic job whose trainer closed: it wants no GPU until it trains again
     cancel_requested: bool = False  # ended by a decision from outside (cancel, quarantine): its worker stops it
     queue_position: int | None = None
+    account: str | None = None  # the path of its account, with an accounts tree
+    reclaimed: str | None = None  # why its GPUs were last taken back ("reclaimed by account vision")
     throughput: dict[str, float] = {}  # elastic: samples/s by learner count (goodput)
     pause_s: float | None = None  # elastic: the last resize's measured pause (goodput)
 
@@ -241,7 +248,7 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     @property
     def released(self) -> bool:
         """Nothing of the job runs on any worker (never started, or its worker confirmed)."""
-        return self.phase not in (JobPhase.RUNNING, JobPhase.STOPPING)
+        return self.phase not in (JobPhase.RUNNING, JobPhase.PREEMPTING, JobPhase.STOPPING)
 
     def to_dict(self) -> dict[str, Any]:
         """The public record (REST, ``--json``, ``Job.to_dict()``)."""

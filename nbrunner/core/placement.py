@@ -36,7 +36,8 @@ def demand_of(rec: JobRecord) -> dict:
         lo = hi = rec.max_gpus
     return {"id": rec.id, "min_gpus": lo, "max_gpus": hi, "priority": rec.priority,
             "submitted_at": parse_time(rec.created_at).timestamp(), "running": running,
-            "throughput": rec.throughput, "gpus": len(rec.slots), "pause_s": rec.pause_s or 0.0}  # goodput inputs
+            "throughput": rec.throughput, "gpus": len(rec.slots), "pause_s": rec.pause_s or 0.0,  # goodput inputs
+            "owner": rec.owner, "groups": rec.groups}  # accounts inputs
 
 
 def admitted(total: int, demands: list[dict], policy: str) -> set[str]:

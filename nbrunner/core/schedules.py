@@ -183,6 +183,7 @@ class ScheduleRecord(BaseModel):
     priority: int = PRIORITY_DEFAULT
     timeout: float | None = None
     # bookkeeping
+    groups: list[str] = Field(default_factory=list)  # the owner's groups (a hub's), given to each run
     from_content: bool = False  # the notebook came with the request: every run runs its snapshot
     last_job: str | None = None  # the id of the latest run (overlap=skip looks at it)
     last_error: str | None = None  # why the latest fire time gave no run, if it did not
@@ -192,7 +193,7 @@ class ScheduleRecord(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         d = self.model_dump()
-        return {**{k: d[k] for k in PUBLIC_FIELDS}, "last_job": d["last_job"], "last_error": d["last_error"]}
+        return {**{k: d[k] for k in PUBLIC_FIELDS}, **{k: d[k] for k in ("groups", "last_job", "last_error")}}
 
 
 def iso(moment: datetime) -> str:

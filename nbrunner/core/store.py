@@ -143,6 +143,8 @@ def ping(socket_path: Path, timeout: float = 0.5) -> bool:
                          retry=Retry(NoBackoff(), 0), **DRIVER_INFO)  # redis-py retries with backoff by default: seconds
     try:
         return bool(client.ping())
+    except redis.AuthenticationError:
+        return True  # a server answers; it wants a password (a workspace whose jobs run as their owners)
     except (redis.ConnectionError, redis.TimeoutError, OSError):
         return False
     finally:

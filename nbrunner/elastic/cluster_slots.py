@@ -4,13 +4,13 @@
 and confirms releases; :class:`ClusterLauncher` starts a learner on the driver's host itself,
 or asks the worker of the slot's host to start it (the worker's
 :class:`nbrunner.execution.learner_agent.LearnerAgent` takes requests from
-``nbrunner:learners:<host>``).  Learners then join the job's rendezvous over TCP.
+``nbrunner:learners:<host>``).  Learners then join the job's rendezvous over TCP.  What touches
+the cluster's state goes through the job's channel (:mod:`nbrunner.control.job_channel`: the
+job's own work horse when the job runs as its owner).
 """
 from __future__ import annotations
 
-import json
 import logging
-import os
 import signal
 import socket
 import threading
@@ -21,8 +21,7 @@ from typing import Optional
 from ..core.config import HOST, HOST_ADDR, JOB_DIR, JOB_ID, LEARNER_START_TIMEOUT_S
 from ..control import runtime
 from ..control.grants import GrantClient
-from ..control.registration import is_alive, live_capacity
-from ..core.keys import LEARNER_STATUS_TTL_S, agent_control, learner_requests, learner_status
+from ..control.job_channel import Direct, WorkerChannel
 from ..core.store import JobStore
 from .launcher import LocalLauncher, learner_command
 from .slots import LocalSlots, Slot
@@ -53,10 +52,10 @@ class ClusterSlots:
         self._gen = -1
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        self.launcher = ClusterLauncher(self.store)
+        self.launcher = ClusterLauncher(self.store, self.client.channel)
 
     def _devices(self) -> dict[str, str]:
-        return {w["host"]: w.get("device", "cpu") for w in live_capacity(self.store).workers.values()}
+        return self.client.channel.devices()
 
     def _refresh(self, gen: int, slots: list[tuple[str, int]]) -> None:
         devices = self._devices()
@@ -106,7 +105,7 @@ def cluster_slot_source(max_gpus: Optional[int] = None, min_gpus: int = 1, job_i
     """The factory ElasticTrainer calls inside a job (``NBRUNNER_SLOT_SOURCE``).  A job submitted
     without GPUs (max 0) trains with one local CPU learner, as outside the cluster."""
     job_id = job_id or JOB_ID.required()
-    if runtime.job_store().get(job_id).max_gpus == 0:
+    if runtime.job_store().get(job_id).max_gpus == 0:  # its own record: a job's credential may read it
         return LocalSlots(1, devices="cpu")
     return ClusterSlots(job_id, max_gpus, min_gpus)
 
@@ -117,8 +116,9 @@ class ClusterLauncher:
 
     supports_standby = False  # a learner's host is known only with its slot
 
-    def __init__(self, store: JobStore):
+    def __init__(self, store: JobStore, channel: Direct | WorkerChannel | None = None):
         self.store = store
+        self.channel = channel or Direct(store, JOB_ID.raw())
         self.local = LocalLauncher()
         self.host = HOST.text() or socket.gethostname()
         self.master_addr = host_addr()
@@ -126,7 +126,7 @@ class ClusterLauncher:
     def launch(self, spec):
         if spec.slot is None or spec.slot.host == self.host:
             return self.local.launch(spec)
-        return RemoteLearner.start(self.store, spec)
+        return RemoteLearner.start(self.channel, spec)
 
 
 class RemoteLearner:
@@ -136,18 +136,19 @@ class RemoteLearner:
     reports the learner running once that host's worker claimed it.  A request nobody claims
     within ``timeout`` seconds (the host is cut off, say) is cancelled by the same atomic claim,
     so a worker that comes back later does not start it, and the learner counts as dead at start.
+    ``channel``: the job's (a JobStore: that store, directly).
     """
 
-    def __init__(self, store: JobStore, learner: str, deadline: float):
-        self.store = store
+    def __init__(self, channel, learner: str, deadline: float):
+        self.channel = Direct(channel, JOB_ID.raw()) if isinstance(channel, JobStore) else channel
         self.learner = learner
         self.deadline = deadline
         self.pid: Optional[int] = None
         self.worker: Optional[str] = None
 
     @classmethod
-    def start(cls, store: JobStore, spec, timeout: float = LEARNER_START_TIMEOUT_S) -> "RemoteLearner":
-        handle = cls(store, f"{spec.learner_id}-{uuid.uuid4().hex[:8]}", time.monotonic() + timeout)
+    def start(cls, channel, spec, timeout: float = LEARNER_START_TIMEOUT_S) -> "RemoteLearner":
+        handle = cls(channel, f"{spec.learner_id}-{uuid.uuid4().hex[:8]}", time.monotonic() + timeout)
         env = {k: str(v) for k, v in spec.env.items()}
         for var in (JOB_ID, JOB_DIR):
             if var.raw() is not None:
@@ -155,12 +156,11 @@ class RemoteLearner:
         env["CUDA_VISIBLE_DEVICES"] = str(spec.slot.gpu_index) if spec.slot.is_gpu else ""
         request = {"learner": handle.learner, "argv": learner_command(spec)[1:], "env": env,
                    "log": str(spec.log_path) if spec.log_path else None}
-        store.r.rpush(learner_requests(spec.slot.host), json.dumps(request))
+        handle.channel.start_learner(spec.slot.host, request)
         return handle
 
     def status(self) -> dict:
-        raw = self.store.r.get(learner_status(self.learner))
-        st = json.loads(raw) if raw else {}
+        st = self.channel.learner_status(self.learner)
         if st.get("worker") and self.worker is None:
             self.worker = st["worker"]
         if st.get("pid") and self.pid is None:
@@ -169,8 +169,7 @@ class RemoteLearner:
 
     def _cancel(self) -> bool:
         """Cancel the request if no worker claimed it yet (True), else learn who did."""
-        gone = json.dumps({"pid": None, "worker": None, "rc": -int(signal.SIGKILL), "cancelled": True})
-        if self.store.r.set(learner_status(self.learner), gone, nx=True, ex=LEARNER_STATUS_TTL_S):
+        if self.channel.cancel_learner(self.learner):
             return True
         self.status()
         return False
@@ -183,7 +182,7 @@ class RemoteLearner:
             if time.monotonic() > self.deadline and self._cancel():
                 return -int(signal.SIGKILL)
             return None
-        if not is_alive(self.store, self.worker):
+        if not self.channel.worker_alive(self.worker):
             return -int(signal.SIGKILL)  # its host's worker is gone, and the learner with it
         return None
 
@@ -191,7 +190,7 @@ class RemoteLearner:
         if self.worker is None and self._cancel():
             return  # never started: nothing to signal
         if self.worker:
-            self.store.r.rpush(agent_control(self.worker), json.dumps({"learner": self.learner, "signal": sig}))
+            self.channel.signal_learner(self.learner, sig)
 
     def terminate(self) -> None:
         self._signal(int(signal.SIGTERM))

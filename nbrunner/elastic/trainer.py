@@ -38,7 +38,6 @@ Semantics
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import tempfile
 import time

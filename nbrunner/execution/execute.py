@@ -1,8 +1,8 @@
 """Execute one job with papermill: the function an rq work horse runs.
 
-The record is the source of truth: the job moves queued -> running only if this is
-still its current attempt, and ends completed or failed (one-line ``error``) only if it
-still runs as this attempt (a cancel or a re-queue after a lost worker wins).
+The attempt starts and ends in the record as :mod:`.attempt` says; in between papermill runs
+the notebook in this process (the default) or, when the worker runs jobs as their owners, in a
+process of the owner's (:mod:`.owner_job`).
 """
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ import socket
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..control.actions import advance
-from ..core.config import (CELL_TIMEOUT_MARGIN_S, GPUS, HOST, JOB_DIR, JOB_ID, KERNEL_START_TRIES, OUTPUT_AUTOSAVE_S,
-                           SLOT_SOURCE, Settings)
+from ..core.config import CELL_TIMEOUT_MARGIN_S, HOST, KERNEL_START_TRIES, OUTPUT_AUTOSAVE_S, Settings
 from ..core.errors import one_line
-from ..core.lifecycle import KERNEL_KILLED, Fail, Finish, Refused, Start, Timeout, timeout_error
-from ..core.models import JobRecord, utcnow
+from ..core.lifecycle import KERNEL_KILLED, timeout_error
+from ..core.models import JobRecord
 from ..core.notebooks import load_nbformat
 from ..core.store import JobStore
+from . import as_owner
+from .attempt import die_with_parent, end, finish, job_environment, start_attempt
 from .deadline import Deadline
 from .kernels import kernel_config, kernel_processes, remove_kernel_sockets
 from .warm_kernel import offered, shut_down
@@ -138,55 +138,6 @@ def mark_failure(output: Path, error: str) -> None:
     nbformat.write(nb, str(output))
 
 
-def _start(store: JobStore, job_id: str, attempt: int, worker: str, host: str) -> JobRecord | None:
-    """The record of the started attempt; None for a stale rq job (the attempt was re-dispatched,
-    cancelled or taken back)."""
-    try:
-        return advance(store, job_id, Start(attempt=attempt, worker=worker, host=host, at=utcnow())).record
-    except Refused:
-        return None
-
-
-def finish(store: JobStore, settings: Settings, job_id: str, attempt: int, error: str | None,
-           timed_out: bool = False) -> JobRecord | None:
-    """End the attempt (``output.html`` first): completed, or failed with ``error`` (or by its time
-    limit); None if it no longer runs as ``attempt`` (a cancel or a re-queue came first)."""
-    at = utcnow()
-    event = (Timeout(attempt=attempt, at=at) if timed_out else Fail(attempt=attempt, error=error, at=at) if error
-             else Finish(attempt=attempt, at=at))
-    try:
-        return advance(store, job_id, event, settings).record
-    except Refused:
-        return None
-
-
-def job_environment(settings: Settings, rec: JobRecord) -> dict[str, str]:
-    env = {**settings.env(), JOB_ID.name: rec.id, JOB_DIR.name: str(settings.job_dir(rec.id))}
-    gpus = [str(index) for host, index in rec.slots]
-    env[GPUS.name] = ",".join(gpus)
-    env[SLOT_SOURCE.name] = "nbrunner.elastic.cluster_slots:cluster_slot_source"  # ElasticTrainer follows the grant
-    if not rec.elastic:
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
-    return env
-
-
-def die_with_parent() -> None:
-    """SIGKILL this process when its parent (the worker) dies, so a lost worker's job never
-    keeps running beside its re-run."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
-def die_with_parent_preexec() -> None:
-    """``preexec_fn`` for children of a worker: they die with it."""
-    die_with_parent()
-
-
 @contextmanager
 def papermill_log(path: Path):
     """papermill's own log goes to ``path`` while the block runs."""
@@ -280,29 +231,14 @@ def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kerne
                 shut_down(warm)
 
 
-def run_job(job_id: str, attempt: int) -> str:
-    """Run attempt ``attempt`` of job ``job_id``; returns the final status (or 'skipped')."""
-    die_with_parent()
-    spare = offered()  # read first: no kernel of this job must inherit it
-    settings = Settings.load()
-    store = JobStore.from_url(settings.url)
-    worker = os.environ.get("RQ_WORKER_ID", "local")
-    host = HOST.text() or socket.gethostname()
-    rec = _start(store, job_id, attempt, worker, host)
-    if rec is None:
-        return "skipped"
-
-    job_dir = settings.job_dir(job_id)
+def run_notebook(rec: JobRecord, job_dir: Path, cwd: Path, env: dict[str, str], spare: dict | None = None,
+                 interrupted=None) -> tuple[str | None, bool]:
+    """Run the job's notebook (its logs in ``job_dir/logs``); returns its one-line ``error`` (None:
+    completed) and whether its time ran out.  An interrupt (KeyboardInterrupt, SystemExit) calls
+    ``interrupted(error, timed_out)``, then goes on up."""
     logs = job_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     output = job_dir / "output.ipynb"
-    env = job_environment(settings, rec)
-    os.environ.update(env)
-    notebook_dir = (settings.workspace / rec.notebook).parent
-    cwd = notebook_dir if notebook_dir.is_dir() else job_dir
-
-    if rec.cwd:
-        cwd = settings.workspace / rec.cwd
     error, timed_out = None, False
     failed_kernels: list = []  # kernels that died before running a cell (held: ids could be reused)
     deadline = Deadline(rec.timeout)  # the timeout is the job's whole wall time
@@ -319,9 +255,35 @@ def run_job(job_id: str, attempt: int) -> str:
             if output.exists():
                 mark_failure(output, error)
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                finish(store, settings, job_id, attempt, error, timed_out)
+                if interrupted is not None:
+                    interrupted(error, timed_out)
                 raise
-    final = finish(store, settings, job_id, attempt, error, timed_out)  # output.html before the final status
-    if final is not None:
-        (job_dir / "job.json").write_text(final.to_json(indent=1))
-    return "failed" if error else "completed"
+    return error, timed_out
+
+
+def run_job(job_id: str, attempt: int) -> str:
+    """Run attempt ``attempt`` of job ``job_id``; returns the final status (or 'skipped')."""
+    die_with_parent()
+    spare = offered()  # read first: no kernel of this job must inherit it
+    settings = Settings.load()
+    store = JobStore.from_url(settings.url)
+    worker = os.environ.get("RQ_WORKER_ID", "local")
+    host = HOST.text() or socket.gethostname()
+    rec = start_attempt(store, job_id, attempt, worker, host)
+    if rec is None:
+        return "skipped"
+    if as_owner.enabled():
+        from .owner_job import run_as_owner
+
+        return run_as_owner(store, settings, rec)
+
+    job_dir = settings.job_dir(job_id)
+    env = job_environment(settings, rec)
+    os.environ.update(env)
+    notebook_dir = (settings.workspace / rec.notebook).parent
+    cwd = notebook_dir if notebook_dir.is_dir() else job_dir
+    if rec.cwd:
+        cwd = settings.workspace / rec.cwd
+    error, timed_out = run_notebook(rec, job_dir, cwd, env, spare,
+                                    lambda e, t: finish(store, settings, job_id, attempt, e, t))
+    return end(store, settings, rec, error, timed_out)

@@ -13,9 +13,14 @@ scratch: seconds, during which they get ready too); later ones once the learners
 interpreters have loaded (each says so in a file, :data:`nbrunner.core.config.LEARNER_LOADED`),
 or some seconds after the last start, not while those learners load on the same CPUs; also while
 Redis is out of reach, so that a host that was cut off has them ready when it is back.
+
+``as_owner`` (a worker that runs jobs as their owners): each learner runs as the owner of the job
+its request names (only work horses, with the cluster's credential, push requests then), with
+the clean environment of :mod:`.as_owner`, its log opened as the owner; no warm interpreter.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
@@ -28,16 +33,14 @@ import threading
 import time
 from pathlib import Path
 
-from ..core.config import WARM_LEARNER_REFILL_S
-from ..core.config import LEARNER_LOADED, WARM_IMPORTS
+from ..core.config import LEARNER_LOADED, WARM_IMPORTS, WARM_LEARNER_REFILL_S
 from ..core.keys import LEARNER_STATUS_TTL_S, agent_control, learner_requests, learner_status
 from ..core.store import JobStore
-from .execute import die_with_parent_preexec
+from . import as_owner as owner
+from .attempt import die_with_parent, die_with_parent_preexec
 from .warm_learner import learner_args
 
 log = logging.getLogger("nbrunner.learners")
-# after the last learner start, before warm interpreters are started again even if a learner
-# that took one has not said it loaded
 
 
 # an agent's files live in <tmp>/nbrunner-learners-<worker pid>-<random>/
@@ -62,8 +65,9 @@ def _remove_orphaned_dirs() -> None:
 class LearnerAgent(threading.Thread):
     """A worker's thread that runs learners of jobs whose driver is on another host."""
 
-    def __init__(self, store: JobStore, host: str, worker: str, warm: int = 0):
+    def __init__(self, store: JobStore, host: str, worker: str, warm: int = 0, as_owner: bool = False):
         super().__init__(name="nbrunner-learner-agent", daemon=True)
+        self.as_owner = as_owner
         self.store = store
         self.host = host
         self.worker = worker
@@ -112,31 +116,53 @@ class LearnerAgent(threading.Thread):
         claim = json.dumps({"pid": None, "worker": self.worker, "rc": None})
         if not self.store.r.set(learner_status(msg["learner"]), claim, nx=True, ex=LEARNER_STATUS_TTL_S):
             return  # cancelled by the trainer: it waited too long for this host
+        try:
+            proc = self._start_as_owner(msg) if self.as_owner else self._launch(msg, preexec)
+        except (OSError, subprocess.SubprocessError, LookupError) as exc:
+            self.store.r.set(learner_status(msg["learner"]),
+                             json.dumps({"pid": None, "worker": self.worker, "rc": 1}), ex=LEARNER_STATUS_TTL_S)
+            if isinstance(exc, OSError):
+                raise
+            log.warning("learner %s not started: %s", msg["learner"], exc)
+            return
+        self.procs[msg["learner"]] = proc
+        self.store.r.set(learner_status(msg["learner"]), json.dumps({"pid": proc.pid, "worker": self.worker, "rc": None}),
+                         ex=LEARNER_STATUS_TTL_S)
+
+    def _launch(self, msg: dict, preexec) -> subprocess.Popen:
+        """The learner as the worker's user: a warm interpreter, or a fresh process."""
         self._refill_at = time.monotonic() + WARM_LEARNER_REFILL_S
         loaded = self._dir() / f"{next(self._seq)}.loaded"
         msg = {**msg, "env": {**msg["env"], LEARNER_LOADED.name: str(loaded)}}
         proc = self._hand_to_spare(msg)
         self._loading[msg["learner"]] = (loaded, proc is not None)
-        if proc is None:
-            env = {**os.environ, **msg["env"], "PYTHONUNBUFFERED": "1"}
-            out = None
-            if msg.get("log"):
-                Path(msg["log"]).parent.mkdir(parents=True, exist_ok=True)
-                out = open(msg["log"], "ab", buffering=0)
-            try:
-                proc = subprocess.Popen([sys.executable, *msg["argv"]], env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                        stderr=subprocess.STDOUT if out else None, preexec_fn=preexec,
-                                        start_new_session=True)
-            except OSError:
-                self.store.r.set(learner_status(msg["learner"]),
-                                 json.dumps({"pid": None, "worker": self.worker, "rc": 1}), ex=LEARNER_STATUS_TTL_S)
-                raise
-            finally:
-                if out is not None:
-                    out.close()
-        self.procs[msg["learner"]] = proc
-        self.store.r.set(learner_status(msg["learner"]), json.dumps({"pid": proc.pid, "worker": self.worker, "rc": None}),
-                         ex=LEARNER_STATUS_TTL_S)
+        if proc is not None:
+            return proc
+        env = {**os.environ, **msg["env"], "PYTHONUNBUFFERED": "1"}
+        out = None
+        if msg.get("log"):
+            Path(msg["log"]).parent.mkdir(parents=True, exist_ok=True)
+            out = open(msg["log"], "ab", buffering=0)
+        try:
+            return subprocess.Popen([sys.executable, *msg["argv"]], env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT if out else None, preexec_fn=preexec,
+                                    start_new_session=True)
+        finally:
+            if out is not None:
+                out.close()
+
+    def _start_as_owner(self, msg: dict) -> subprocess.Popen:
+        """The learner as the owner of the request's job (LookupError: that job or account is not there)."""
+        rec = self.store.find(msg["job"]) if isinstance(msg.get("job"), str) else None
+        if rec is None:
+            raise LookupError(f"no job {msg.get('job')!r}")
+        account, refused = owner.resolve(rec.owner)
+        if account is None:
+            raise LookupError(refused)
+        return subprocess.Popen([sys.executable, *msg["argv"]], env=owner.environment(account, msg["env"]),
+                                stdin=subprocess.DEVNULL, cwd=account.home if os.path.isdir(account.home) else "/",
+                                preexec_fn=functools.partial(_owner_child, msg.get("log")), start_new_session=True,
+                                **owner.identity(account))
 
     def _hand_to_spare(self, msg: dict) -> subprocess.Popen | None:
         """Give a learner start request to a warm interpreter (None: there is none, or the
@@ -203,3 +229,15 @@ class LearnerAgent(threading.Thread):
                 self.store.r.set(learner_status(learner), json.dumps({"pid": proc.pid, "worker": self.worker, "rc": rc}),
                                  ex=LEARNER_STATUS_TTL_S)
                 del self.procs[learner]
+
+
+def _owner_child(log_path: str | None) -> None:
+    """``preexec_fn`` of a learner run as its owner (it runs after the switch to the owner's
+    account): die with the worker, and write to the log the job named, opened as the owner."""
+    die_with_parent()
+    if log_path:
+        os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)

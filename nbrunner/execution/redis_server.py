@@ -3,11 +3,18 @@
 One process owns the server (it started it and stops it); other nbrunner processes of the
 same workspace attach to it through its unix socket.  A socket or pid file left behind by
 a crash is detected (nothing answers, or the pid is gone) and replaced.
+
+Shared (a cluster whose jobs run as their owners, ``nbrunner up --run-as-owner``): the server
+wants a password, kept in the 0700 state directory where only nbrunner's own processes read it
+(``redis.password``; once there, the workspace's server is always started so), and listens on a
+socket every local user can reach (``.nbrunner-socket/redis.sock`` beside the state directory):
+a job's processes log in there with their own credential (:mod:`nbrunner.control.job_access`).
 """
 from __future__ import annotations
 
 import fcntl
 import os
+import secrets
 import signal
 import subprocess
 import time
@@ -16,7 +23,8 @@ from pathlib import Path
 
 import redis
 
-from ..core.config import REDIS_START_TIMEOUT_S, REDIS_STOP_TIMEOUT_S, REDIS_URL
+from ..core.config import (PASSWORD_FILE, REDIS_START_TIMEOUT_S, REDIS_STOP_TIMEOUT_S, REDIS_URL, embedded_password,
+                           embedded_socket, embedded_url)
 from ..core.errors import NbrunnerError
 from ..core.store import DRIVER_INFO, ping  # noqa: F401 - ping: where the supervisor and tests look for it
 
@@ -53,11 +61,13 @@ def _pid_alive(pid: int) -> bool:
 
 
 class EmbeddedRedis:
-    """A Redis server on ``<state_dir>/redis.sock`` with AOF persistence in ``state_dir``."""
+    """A Redis server on ``<state_dir>/redis.sock`` with AOF persistence in ``state_dir``
+    (``shared``: password-protected, on a socket the jobs' processes reach; see above)."""
 
-    def __init__(self, state_dir: str | os.PathLike):
+    def __init__(self, state_dir: str | os.PathLike, shared: bool = False):
         self.state_dir = Path(state_dir)
-        self.socket_path = self.state_dir / "redis.sock"
+        self.shared = shared or (self.state_dir / PASSWORD_FILE).exists()
+        self.socket_path = embedded_socket(self.state_dir, self.shared)
         self.pid_path = self.state_dir / "redis.pid"
         self.conf_path = self.state_dir / "redis.conf"
         self.log_path = self.state_dir / "redis.log"
@@ -65,7 +75,7 @@ class EmbeddedRedis:
 
     @property
     def url(self) -> str:
-        return f"unix://{self.socket_path}"
+        return embedded_url(self.state_dir)
 
     @property
     def owned(self) -> bool:
@@ -84,12 +94,24 @@ class EmbeddedRedis:
             )
         self.state_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.state_dir, 0o700)
+        if self.shared:
+            self._share()
         with _lock(self.state_dir / "redis.lock"):
             if self.running():
                 return self
             self._clear_stale()
             self._start(timeout)
         return self
+
+    def _share(self) -> None:
+        """The password (made once) and the socket's directory, which every user may traverse."""
+        path = self.state_dir / PASSWORD_FILE
+        if embedded_password(self.state_dir) is None:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_urlsafe(32) + "\n")
+        self.socket_path.parent.mkdir(exist_ok=True)
+        os.chmod(self.socket_path.parent, 0o755)
 
     def _clear_stale(self) -> None:
         if self.pid_path.exists():
@@ -120,7 +142,8 @@ class EmbeddedRedis:
                 [
                     "port 0",
                     f"unixsocket {self.socket_path}",
-                    "unixsocketperm 700",
+                    f"unixsocketperm {777 if self.shared else 700}",
+                    *([f"requirepass {embedded_password(self.state_dir)}"] if self.shared else []),
                     f"dir {self.state_dir}",
                     f"pidfile {self.pid_path}",
                     f"logfile {self.log_path}",
@@ -159,7 +182,7 @@ class EmbeddedRedis:
         raise NbrunnerError(f"embedded redis-server did not answer on {self.socket_path} within {timeout:.0f} s")
 
     def _wait_loaded(self, deadline: float) -> None:
-        client = redis.Redis(unix_socket_path=str(self.socket_path))
+        client = redis.Redis(unix_socket_path=str(self.socket_path), password=embedded_password(self.state_dir))
         try:
             while time.monotonic() < deadline:
                 try:

@@ -46,6 +46,8 @@ class Supervisor:
     host: str | None = None
     lab_port: int | None = None  # None: no JupyterLab
     lab_args: list[str] = field(default_factory=list)
+    accounts: str | None = None  # an accounts file: checked before anything starts, published once Redis runs
+    run_as_owner: bool = False  # workers run jobs as their owners (as root); Redis is then shared with them
     redis: EmbeddedRedis | None = None
     children: list[Child] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -59,13 +61,20 @@ class Supervisor:
 
     def start(self) -> "Supervisor":
         check()  # a bad NBRUNNER_* value stops here, with its one-line error, not in a child's log
+        if self.accounts is not None:
+            from ..core.accounts import read_accounts
+
+            read_accounts(self.accounts)  # a bad file stops here, naming its line
         self.settings.storage.mkdir(parents=True, exist_ok=True)
         self.settings.state_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.settings.state_dir, 0o700)
         if self.settings.embedded:
-            self.redis = EmbeddedRedis(self.settings.state_dir).ensure()
+            self.redis = EmbeddedRedis(self.settings.state_dir, shared=self.run_as_owner).ensure()
+        if self.accounts is not None:
+            self.publish_accounts()
         logs = self.settings.state_dir / "logs"
         logs.mkdir(exist_ok=True)
+        os.chmod(logs, 0o700)
         py = [sys.executable, "-m", "nbrunner"]
         sched = py + ["scheduler"] + (["--policy", self.policy] if self.policy else [])
         self.children.append(Child("scheduler", sched, logs / "scheduler.log", restart=True))
@@ -81,6 +90,8 @@ class Supervisor:
                 argv += ["--slots", ",".join(map(str, slots)) or "none"]
             if self.host:
                 argv += ["--host", self.host]
+            if self.run_as_owner:
+                argv += ["--run-as-owner"]
             self.children.append(Child(f"worker-{i}", argv, logs / f"worker-{i}.log", restart=True))
         if self.lab_port is not None:
             lab = [sys.executable, "-m", "nbrunner.execution.lab", f"--ServerApp.root_dir={self.settings.workspace}",
@@ -95,6 +106,17 @@ class Supervisor:
 
         self._runtime_file = register(self.settings, self.lab_url())  # `nbrunner list` and discovery find it
         return self
+
+    def publish_accounts(self) -> None:
+        """Make the accounts file the cluster's (again: after a change of the file)."""
+        from ..control.accounts import publish
+        from ..core.store import JobStore
+
+        store = JobStore.from_url(self.settings.url)
+        try:
+            publish(store, self.accounts)
+        finally:
+            store.r.close()
 
     def lab_url(self) -> str | None:
         if self.lab_port is None:

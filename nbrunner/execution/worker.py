@@ -5,6 +5,11 @@ short TTL (a heartbeat thread), so a worker killed with SIGKILL disappears withi
 ``NBRUNNER_WORKER_TTL`` seconds and the scheduler re-queues its job.  The worker is a child
 subreaper: whatever a job leaves behind (kernel, learners) is re-parented to it and
 killed when the job ends.
+
+With ``run_as_owner`` (``nbrunner worker --run-as-owner``, as root) each job runs as its owner's
+Unix account (:mod:`.owner_job`); the worker then keeps no pre-warmed kernel, no kernel fork
+server and no warm learner interpreter (they run as the worker's user), and when a job ends it
+deletes the job's Redis user and hands the job directory over (:mod:`.as_owner`).
 """
 from __future__ import annotations
 
@@ -24,14 +29,17 @@ import psutil
 from rq import Worker
 
 from ..control.actions import advance
+from ..control.job_access import check_protected, mark_run_as_owner, revoke_access, runs_as_owner
 from ..control.queues import DEFAULT_QUEUE, host_queue, rq_connection
 from ..control.registration import heartbeat, heartbeat_interval, unregister
 from ..core.config import (GPU_DETECT_TIMEOUT_S, HEARTBEAT_RETRY_S, HOST, HOST_ADDR, LEFTOVERS_WAIT_S,
-                           WORKER_SOCKET_TIMEOUT_S, WORKER_TTL, Settings, check)
+                           WORKER_SOCKET_TIMEOUT_S, WORKER_TTL, RUN_AS_OWNER, Settings, check)
+from ..core.errors import NbrunnerError
 from ..core.html import preload as preload_html
 from ..core.lifecycle import Refused, settle_event
 from ..core.models import utcnow
 from ..core.store import JobStore, connect
+from . import as_owner
 from .warm_kernel import ENV_SPARE, SpareKernel
 
 log = logging.getLogger("nbrunner.worker")
@@ -81,8 +89,9 @@ class NbrunnerWorker(Worker):
     """An rq worker that runs :func:`nbrunner.execution.execute.run_job` and settles the record after."""
 
     def __init__(self, *args: Any, store: JobStore, host: str, slots: list[int], device: str = "cpu",
-                 settings: Settings | None = None, **kwargs: Any):
+                 settings: Settings | None = None, run_as_owner: bool = False, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self.run_as_owner = run_as_owner
         self.store = store
         self.settings = settings or Settings.load()
         self.host = host
@@ -128,12 +137,12 @@ class NbrunnerWorker(Worker):
                 self.prepare_kernel()
 
     def _check_current(self) -> None:
-        """Kill the work horse if its job was cancelled or handed to another worker."""
+        """Kill the work horse if its job was cancelled, preempted or handed to another worker."""
         cur = self.current
         if cur is None or not self.horse_pid:
             return
         rec = self.store.find(cur[0])
-        if rec is None or rec.attempt != cur[1] or rec.cancel_requested or (
+        if rec is None or rec.attempt != cur[1] or rec.cancel_requested or rec.phase == "preempting" or (
             rec.status != "queued" and rec.worker not in (None, self.name)
         ):
             log.warning("job %s is no longer this worker's: stopping it", cur[0])
@@ -170,9 +179,11 @@ class NbrunnerWorker(Worker):
         threading.Thread(target=self._spare_loop, name="nbrunner-spare-kernel", daemon=True).start()
         from .learner_agent import LearnerAgent
 
-        self.agent = LearnerAgent(self.store, self.host, self.name, warm=len(self.slots))
+        self.agent = LearnerAgent(self.store, self.host, self.name, warm=0 if self.run_as_owner else len(self.slots),
+                                  as_owner=self.run_as_owner)
         self.agent.start()
-        self.spare.forkserver.start()  # it imports ipykernel while this process preloads the rest
+        if not self.run_as_owner:
+            self.spare.forkserver.start()  # it imports ipykernel while this process preloads the rest
         self.store.emit("worker_joined", worker=self.name, host=self.host)
         preload_html()  # before the first job process is forked: a job's end then only renders its HTML
         from .execute import preload as preload_papermill
@@ -182,7 +193,10 @@ class NbrunnerWorker(Worker):
         self._born.set()
 
     def prepare_kernel(self) -> None:
-        """Have a fresh kernel started for the next job (see :mod:`.warm_kernel`)."""
+        """Have a fresh kernel started for the next job (see :mod:`.warm_kernel`); none for jobs that
+        run as their owners."""
+        if self.run_as_owner:
+            return
         with self._spare_lock:
             try:
                 self.spare.ensure()
@@ -191,6 +205,12 @@ class NbrunnerWorker(Worker):
                 self.spare.discard()
 
     def register_death(self) -> None:
+        # a stop noted while a job was settled left rq's first-signal handler in place: the next
+        # signal must not raise StopRequested out of the teardown
+        with self._stops_deferred():
+            self._death()
+
+    def _death(self) -> None:
         self._beat_stop.set()
         with self._spare_lock:
             self.spare.close()
@@ -221,10 +241,30 @@ class NbrunnerWorker(Worker):
                 agent = getattr(self, "agent", None)
                 keep = agent.pids() if agent else set()  # other jobs' learners stay
                 kill_children(keep=keep | ({self.spare.forkserver.pid} if self.spare.forkserver.alive() else set()))
+                if self.run_as_owner:  # before the release is confirmed: whoever sees it finds it done
+                    self._revoke(job_id)
+                    self._hand_over(job_id)
                 self._settle(job_id, attempt)
                 with self._spare_lock:
                     self.spare.discard()  # single use: killed above with the job's leftovers, used or not
                 self.prepare_kernel()
+
+    def _revoke(self, job_id: str) -> None:
+        """Delete the job's Redis user now that none of its processes runs."""
+        try:
+            revoke_access(self.store, job_id)
+        except Exception as exc:  # noqa: BLE001 - the next attempt's start deletes it first
+            log.warning("could not delete job %s's Redis user: %s", job_id, exc)
+
+    def _hand_over(self, job_id: str) -> None:
+        """The job directory's group (the service's) may read all of it, and delete it later."""
+        rec = self.store.find(job_id)
+        account = as_owner.resolve(rec.owner)[0] if rec is not None else None
+        if account is not None:
+            try:
+                as_owner.hand_over(self.settings.job_dir(job_id), account)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("could not hand job %s's directory over: %s", job_id, exc)
 
     def _settle(self, job_id: str, attempt: int) -> None:
         """After the horse is gone: confirm that nothing of the attempt runs (a death the horse could
@@ -242,8 +282,9 @@ class NbrunnerWorker(Worker):
 
 
 def run_worker(settings: Settings, gpus: int | None = 0, host: str | None = None, slots: list[int] | None = None,
-               name: str | None = None, burst: bool = False) -> None:
-    """Run a worker in this process until SIGINT/SIGTERM."""
+               name: str | None = None, burst: bool = False, run_as_owner: bool = False) -> None:
+    """Run a worker in this process until SIGINT/SIGTERM (``run_as_owner``: jobs run as their
+    owners; the caller checked that this process is root)."""
     check((WORKER_TTL,))  # a bad value stops the worker here, not in its heartbeat thread
     host = host or HOST.text() or socket.gethostname()
     os.environ[HOST.name] = host
@@ -256,11 +297,18 @@ def run_worker(settings: Settings, gpus: int | None = 0, host: str | None = None
     # short socket timeouts: a heartbeat over a cut link must fail fast, then reconnect
     store = JobStore(connect(settings.url, socket_timeout=WORKER_SOCKET_TIMEOUT_S, retry_on_timeout=False),
                      settings.url)
+    if run_as_owner:
+        as_owner.min_uid()  # a bad NBRUNNER_MIN_UID stops the worker here, in one line
+        check_protected(store)
+        mark_run_as_owner(store)
+        os.environ[RUN_AS_OWNER.name] = "1"  # its work horses read it
+    elif runs_as_owner(store):
+        raise NbrunnerError("this cluster runs jobs as their owners: start the worker with --run-as-owner (as root)")
     conn = rq_connection(store)
     become_subreaper()
     name = name or f"{host}.{os.getpid()}"
     worker = NbrunnerWorker([host_queue(host), DEFAULT_QUEUE], connection=conn, name=name, store=store, host=host,
-                            slots=slots, device=device, settings=settings)
+                            slots=slots, device=device, settings=settings, run_as_owner=run_as_owner)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         worker.work(burst=burst, with_scheduler=False, logging_level="WARNING", max_idle_time=None)

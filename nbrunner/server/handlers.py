@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from tornado import web
 from tornado.ioloop import IOLoop
 
 from ..control.api import ClusterAPI
-from ..control.job_files import DOWNLOADS, download_file, download_name, zip_dir
+from ..control.job_files import DOWNLOADS, copy_file, download_file, download_name, zip_dir
 from ..core.config import IO_CHUNK_BYTES, JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BODY, MAX_CONTENT_BODY
 from ..core.errors import InvalidRequest, NbrunnerError, NotFound
 from ..core.identity import Caller, local_caller
@@ -241,17 +240,12 @@ class DownloadHandler(BaseHandler):
             if path is None:  # zipping a large directory must not stall other users' requests
                 await self.in_thread(zip_dir, job_dir, tmp)
             else:
-                await self.in_thread(_copy, path, tmp)
+                await self.in_thread(copy_file, path, tmp)
             tmp.seek(0)
             while chunk := tmp.read(IO_CHUNK_BYTES):
                 self.write(chunk)
                 await self.flush()
         self.finish()
-
-
-def _copy(path: Path, out) -> None:
-    with open(path, "rb") as f:
-        shutil.copyfileobj(f, out)
 
 
 class RerunHandler(BaseHandler):
@@ -280,13 +274,29 @@ class OpenAPIHandler(BaseHandler):
 class ClusterHandler(BaseHandler):
     @web.authenticated
     def get(self) -> None:
-        self.reply(self.api.status())
+        self.reply(self.api.status(self.caller))
 
 
 class TimelineHandler(BaseHandler):
     @web.authenticated
     def get(self) -> None:
         self.reply({"jobs": self.api.timeline(self.caller)})
+
+
+class AccountsHandler(BaseHandler):
+    """``GET /accounts``: the accounts sharing the GPUs (empty without accounts)."""
+
+    @web.authenticated
+    def get(self) -> None:
+        self.reply(self.api.accounts())
+
+
+class AccountsReloadHandler(BaseHandler):
+    """``POST /accounts/reload`` (admins): read the accounts file again."""
+
+    @web.authenticated
+    def post(self) -> None:
+        self.reply(self.api.reload_accounts(self.caller))
 
 
 class ParametersHandler(BaseHandler):
@@ -440,7 +450,9 @@ class ModelServingHandler(BaseHandler):
                 raise InvalidRequest(f"unknown field {key!r} (give {{\"model\": \"NAME[:VERSION]\", \"port\": P}})")
         if "model" not in data:
             raise InvalidRequest("missing field 'model' (NAME or NAME:VERSION)")
-        server = await self.servers.start(self.api.settings, data["model"], data.get("port"), owner=self.caller.name)
+        caller = self.caller
+        server = await self.servers.start(self.api.settings, data["model"], data.get("port"), owner=caller.name,
+                                          groups=caller.groups, sees=caller.sees)
         self.reply(server.to_dict(), 201)
 
 
@@ -480,6 +492,8 @@ def routes(host: type = JupyterRoute, api: str = API) -> list[tuple[str, type]]:
         (rf"{API}/jobs/{ID}/rerun/?", RerunHandler),
         (rf"{API}/cluster/?", ClusterHandler),
         (rf"{API}/cluster/timeline/?", TimelineHandler),
+        (rf"{API}/accounts/?", AccountsHandler),
+        (rf"{API}/accounts/reload/?", AccountsReloadHandler),
         (rf"{API}/notebook-parameters/?", ParametersHandler),
         (rf"{API}/sweeps/?", SweepsHandler),
         (rf"{API}/sweeps/(?P<sweep_id>[a-z0-9]{{1,32}})/?", SweepHandler),

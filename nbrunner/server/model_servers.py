@@ -1,8 +1,9 @@
 """Model servers started from the REST API: one ``nbrunner serve NAME:VERSION`` process per model name.
 
-The Jupyter server owns them: :meth:`ModelServers.stop_all` runs when the server extension
-stops (and at interpreter exit), and on Linux each process also gets SIGTERM when the Jupyter
-server dies (``PR_SET_PDEATHSIG``), so no model server outlives the Jupyter server that started it.
+The server that starts them (the Jupyter server, or ``nbrunner service``) owns them, and they
+run as its user: :meth:`ModelServers.stop_all` runs when it stops (and at interpreter exit), and
+on Linux each process also gets SIGTERM when that server dies (``PR_SET_PDEATHSIG``), so no
+model server outlives the server that started it.
 Each process writes to ``<state>/serving/<NAME>.log``; its first line gives the URL it
 listens on, which :meth:`ModelServers.start` waits for (a process that exits first is an error
 with that log's last line).
@@ -20,16 +21,16 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from ..core.config import (MODEL_SERVER_MIN_PORT, MODEL_SERVER_START_TIMEOUT_S, MODEL_SERVER_STOP_TIMEOUT_S,
-                           Settings)
+                           REDIS_URL, Settings)
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound
 from ..core.models import utcnow
 from ..serving.registry import check_name, resolve
 
 HOST = "127.0.0.1"
-# `nbrunner serve`, but first asking Linux for SIGTERM when the Jupyter server dies (even by
+# `nbrunner serve`, but first asking Linux for SIGTERM when its server dies (even by
 # SIGKILL, when stop_all() cannot run); exits at once if it is already gone.
 _LAUNCH = (
     "import ctypes, os, sys\n"
@@ -57,6 +58,7 @@ class ModelServer:
     started_at: str
     process: subprocess.Popen
     log: Path
+    groups: tuple[str, ...] = ()
 
     @property
     def alive(self) -> bool:
@@ -65,7 +67,7 @@ class ModelServer:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version, "model": f"{self.name}:{self.version}",
                 "port": self.port, "url": self.url, "pid": self.process.pid, "owner": self.owner,
-                "started_at": self.started_at}
+                "started_at": self.started_at, "groups": list(self.groups)}
 
 
 def check_port(port: Any) -> int | None:
@@ -88,6 +90,12 @@ def _port_free(port: int) -> bool:
     return True
 
 
+def _without_secrets(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` less what a model server never needs and a model (unpickled: code) must not get: the
+    cluster's Redis URL (with its password) and the hub's credentials of ``nbrunner service``."""
+    return {k: v for k, v in env.items() if k != REDIS_URL.name and not k.startswith(("JUPYTERHUB_", "JPY_"))}
+
+
 def _last_line(path: Path) -> str:
     try:
         lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
@@ -97,7 +105,7 @@ def _last_line(path: Path) -> str:
 
 
 class ModelServers:
-    """The model servers of one Jupyter server, by model name."""
+    """The model servers of one server (the Jupyter server, or ``nbrunner service``), by model name."""
 
     def __init__(self) -> None:
         self._servers: dict[str, ModelServer] = {}
@@ -119,8 +127,11 @@ class ModelServers:
             raise NotFound(f"model {name!r} is not being served")
         return server
 
-    async def start(self, settings: Settings, spec: Any, port: Any = None, owner: str = "") -> ModelServer:
-        """Start ``nbrunner serve spec`` for the workspace of ``settings`` and wait until it listens.
+    async def start(self, settings: Settings, spec: Any, port: Any = None, owner: str = "",
+                    groups: tuple[str, ...] = (), sees: Callable[[str], bool] = lambda owner: True) -> ModelServer:
+        """Start ``nbrunner serve spec`` for the workspace of ``settings`` and wait until it listens;
+        it runs as this server's user, and is recorded as ``owner``'s (in ``groups``).  A model
+        already served by an owner the starter does not ``sees`` is refused without its details.
 
         Raises:
             InvalidRequest: a bad model spec or port; the process failed to start.
@@ -132,6 +143,8 @@ class ModelServers:
         name, version = entry["name"], int(entry["version"])
         port = check_port(port)
         current = self._servers.get(name)
+        if current is not None and current.alive and not sees(current.owner):
+            raise Conflict(f"model {name} is already served, by another user")
         if current is not None and current.alive:
             raise Conflict(f"model {name} is already served ({name}:{current.version} on {current.url}): stop it first")
         if name in self._starting:
@@ -143,6 +156,7 @@ class ModelServers:
             server = await self._spawn(settings, name, version, port, owner)
         finally:
             self._starting.discard(name)
+        server.groups = tuple(groups)
         self._servers[name] = server
         return server
 
@@ -152,9 +166,9 @@ class ModelServers:
         log = log_dir / f"{name}.log"
         cmd = [sys.executable, "-c", _LAUNCH.format(parent=os.getpid()), "serve", f"{name}:{version}",
                "--port", str(port or 0), "--host", HOST, "--dir", str(settings.workspace)]
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env = dict(_without_secrets(os.environ), PYTHONUNBUFFERED="1")
         with open(log, "wb") as out:
-            # A session of its own: a Ctrl-C in the Jupyter server's terminal does not reach it;
+            # A session of its own: a Ctrl-C in its server's terminal does not reach it;
             # stop_all() stops it when the server stops.
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                     env=env, cwd=str(settings.workspace), start_new_session=True)

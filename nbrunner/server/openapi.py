@@ -41,6 +41,8 @@ BAD = {"400": _error("bad input (one-line message)")}
 UNKNOWN = {"404": _error("unknown, or not visible to this user")}
 CONFLICT = {"409": _error("conflicts with the job's state")}
 OBJ = {"type": "object"}
+GROUPS = {"type": "array", "items": {"type": "string"},
+          "description": "the owner's groups when it was made (JupyterHub groups, under nbrunner service)"}
 
 JOB = {
     "type": "object",
@@ -50,7 +52,7 @@ JOB = {
         "parameters": OBJ, "status": {"type": "string", "enum": list(STATUSES)},
         "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX, "default": PRIORITY_DEFAULT},
         "min_gpus": {"type": "integer"}, "max_gpus": {"type": "integer"}, "gpus": {"type": "integer"},
-        "owner": {"type": "string"},
+        "owner": {"type": "string"}, "groups": GROUPS,
         "created_at": {"type": "string", "format": "date-time"},
         "started_at": {"type": "string", "format": "date-time", "nullable": True},
         "finished_at": {"type": "string", "format": "date-time", "nullable": True},
@@ -99,12 +101,13 @@ SCHEDULE_REQUEST = {"type": "object", "properties": {**_SCHEDULE_FIELDS, "paused
                                                                  + "; every run runs it"}}}
 SCHEDULE = {"type": "object", "properties": {
     **_SCHEDULE_FIELDS, "id": {"type": "string"}, "paused": {"type": "boolean"}, "owner": {"type": "string"},
+    "groups": GROUPS,
     "next_run_at": {"type": "string", "nullable": True}, "last_run_at": {"type": "string", "nullable": True},
     "created_at": {"type": "string"}, "last_job": {"type": "string", "nullable": True},
     "last_error": {"type": "string", "nullable": True}}}
 MODEL_SERVER = {"type": "object", "properties": {
-    k: {"type": "integer" if k in ("port", "pid", "version") else "string"}
-    for k in ("name", "version", "model", "port", "url", "pid", "owner", "started_at")}}
+    **{k: {"type": "integer" if k in ("port", "pid", "version") else "string"}
+       for k in ("name", "version", "model", "port", "url", "pid", "owner", "started_at")}, "groups": GROUPS}}
 
 PATHS: dict[str, dict[str, Any]] = {
     "/jobs": {
@@ -187,6 +190,17 @@ PATHS: dict[str, dict[str, Any]] = {
                 "responses": {"200": _json({"type": "object", "properties": {
                     "jobs": {"type": "array", "items": OBJ}}}, "per job: id and points")}},
     },
+    "/accounts": {
+        "get": {"summary": "The accounts sharing the GPUs: per account weight, guarantee, limit, demand, GPUs held, "
+                           "fair share, borrowed or lent, GPU-hours used in the last 24 h and in total",
+                "responses": {"200": _json(_ref("Accounts"), "the accounts (an empty list without accounts)")}},
+    },
+    "/accounts/reload": {
+        "post": {"summary": "Read the accounts file again (admins)",
+                 "responses": {"200": _json(_ref("Accounts"), "the accounts as now published"),
+                               "400": _error("the file is bad (the line is named); nothing changed"),
+                               "403": _error("not an admin")}},
+    },
     "/notebook-parameters": {
         "get": {"summary": "Names and defaults of a notebook's parameters cell",
                 "parameters": [{**_query("path", {"type": "string"}, "notebook path relative to the server root"),
@@ -243,7 +257,7 @@ PATHS: dict[str, dict[str, Any]] = {
                  "responses": {"201": _json(OBJ, "the registry entry"), **BAD, **UNKNOWN}},
     },
     "/models/serving": {
-        "get": {"summary": "The model servers this Jupyter server runs",
+        "get": {"summary": "The model servers this server runs",
                 "responses": {"200": _json({"type": "object", "properties": {
                     "servers": {"type": "array", "items": _ref("ModelServer")}}}, "the servers")}},
         "post": {"summary": "Serve a model version over HTTP",
@@ -267,16 +281,41 @@ PATHS: dict[str, dict[str, Any]] = {
     },
 }
 
+_NUM = {"type": "number"}
+_INT = {"type": "integer"}
+ACCOUNTS = {
+    "type": "object", "required": ["accounts", "gpus_total", "policy"],
+    "properties": {
+        "accounts": {"type": "array", "description": "parents first, in file order; default last", "items": {
+            "type": "object", "properties": {
+                "name": {"type": "string"}, "path": {"type": "string", "description": "names from the top, joined by /"},
+                "weight": _NUM, "guaranteed": _INT, "limit": {"type": "integer", "nullable": True},
+                "members": {"type": "array", "items": {"type": "string"}}, "users": _INT, "jobs": _INT,
+                "demand": {"type": "integer", "description": "the sum of its jobs' max_gpus"},
+                "share": {"type": "integer", "description": "its fair share of the GPUs"},
+                "allocated": {"type": "integer", "description": "the GPUs the policy gives it now"},
+                "held": {"type": "integer", "description": "the GPUs its jobs hold now"},
+                "borrowed": _INT, "lent": _INT, "gpu_hours_24h": _NUM, "gpu_hours_total": _NUM}}},
+        "gpus_total": _INT, "policy": {"type": "string"},
+        "source": {"type": "string", "nullable": True, "description": "the accounts file"},
+        "loaded_at": {"type": "string", "format": "date-time", "nullable": True},
+        "timeline": {"type": "array", "description": "changes of the accounts' held GPUs, oldest first",
+                     "items": {"type": "object", "properties": {"t": {"type": "string", "format": "date-time"},
+                                                                "gpus": OBJ}}},
+    },
+}
+
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.0.3",
     "info": {"title": "nbrunner", "version": "1",
-             "description": "Run parameterized notebooks as jobs. Jupyter server authentication on every route; "
-                            "errors are JSON {\"message\": ...}."},
+             "description": "Run parameterized notebooks as jobs. Every route is authenticated: by the Jupyter "
+                            "server (the extension) or by JupyterHub (nbrunner service: 401 without credentials, "
+                            "403 for refused ones); errors are JSON {\"message\": ...}."},
     "servers": [{"url": "/nbrunner/api"}],
     "paths": PATHS,
     "components": {"schemas": {
         "Job": JOB, "JobRequest": JOB_REQUEST, "Sweep": SWEEP, "Schedule": SCHEDULE,
-        "ScheduleRequest": SCHEDULE_REQUEST, "ModelServer": MODEL_SERVER,
+        "ScheduleRequest": SCHEDULE_REQUEST, "ModelServer": MODEL_SERVER, "Accounts": ACCOUNTS,
         "Error": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
     }},
 }

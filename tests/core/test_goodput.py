@@ -1,68 +1,20 @@
-"""Tests for the throughput model and the goodput policy (nbrunner.core.goodput)."""
+"""Tests for the goodput policy (nbrunner.core.goodput): measured speedups, restarts, short work first."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbrunner.core.allocate import allocate
-from nbrunner.core.goodput import HORIZON_S, fit_many, fit_throughput
+from nbrunner.core.goodput import EFFICIENCY_FLOOR, HORIZON_S, QUEUE_THRESHOLDS, queue_of
+from nbrunner.core.throughput import fit_many, fit_throughput
 
 from .test_allocate import admitted_of, job, order_of, scenarios
+from .test_throughput import curve
 
-
-def curve(a, b, c, sizes):
-    return {n: 1.0 / (a + b / n + c * (n - 1)) for n in sizes}
-
-
-# ---------------------------------------------------------------- model fit
-
-
-def test_fit_recovers_exact_model():
-    m = fit_throughput(curve(0.001, 0.01, 0.0002, [1, 2, 4, 8]))
-    assert m.a == pytest.approx(0.001, rel=1e-6)
-    assert m.b == pytest.approx(0.01, rel=1e-6)
-    assert m.c == pytest.approx(0.0002, rel=1e-6)
-    assert m.max_seen == 8
-    assert m.samples_per_s(16) == pytest.approx(1 / (0.001 + 0.01 / 16 + 0.0002 * 15))
-
-
-def test_fit_one_point_is_linear_scaling_from_it():
-    m = fit_throughput({"4": 400.0})
-    assert m.samples_per_s(4) == pytest.approx(400.0)
-    assert m.samples_per_s(8) == pytest.approx(800.0)
-    assert m.speedup(2) == pytest.approx(2.0)
-
-
-def test_fit_two_points_and_duplicates_nonnegative():
-    m = fit_throughput({1: 100.0, 2: 120.0})
-    assert min(m.a, m.b, m.c) >= 0
-    assert m.samples_per_s(1) == pytest.approx(100.0)
-    assert m.samples_per_s(2) == pytest.approx(120.0)
-    # Throughput that falls with more GPUs: sync cost, still non-negative.
-    m2 = fit_throughput({1: 100.0, 2: 150.0, 4: 120.0})
-    assert min(m2.a, m2.b, m2.c) >= 0
-    assert m2.c > 0
-    assert m2.samples_per_s(8) < m2.samples_per_s(4)
-
-
-def test_fit_empty_and_invalid():
-    assert fit_throughput({}) is None
-    for bad in ({0: 10.0}, {"x": 10.0}, {1: -1.0}, {1: float("nan")}, {1: True}, [1, 2]):
-        with pytest.raises(ValueError):
-            fit_throughput(bad)
-
-
-def test_fit_many_matches_single():
-    ts = [curve(0.002, 0.02, 0.0, [1, 3]), {}, curve(0.0, 0.01, 0.001, [2, 4, 6]), {5: 50.0}]
-    many = fit_many(ts)
-    for t, m in zip(ts, many):
-        single = fit_throughput(t)
-        if single is None:
-            assert m is None
-        else:
-            assert (m.a, m.b, m.c) == pytest.approx((single.a, single.b, single.c))
+LONG = 20 * 3600.0  # attained GPU-seconds past the 16 GPU-hour threshold
 
 
 # ---------------------------------------------------------------- policy examples
@@ -169,9 +121,24 @@ def measured_scenarios(draw):
     return total, out
 
 
+ATTAINED = st.one_of(st.sampled_from([0, 1.0, 16 * 3600.0 - 1, 16 * 3600.0, LONG]), st.floats(0, 3 * LONG))
+
+
+@st.composite
+def queued_scenarios(draw, pauses: bool = True):
+    total, demands = draw(measured_scenarios())
+    out = []
+    for d in demands:
+        if not pauses:
+            d = {k: v for k, v in d.items() if k not in ("gpus", "pause_s")}
+        out.append(dict(d, attained=draw(ATTAINED)))
+    return total, out
+
+
 @settings(max_examples=300, deadline=None)
-@given(measured_scenarios())
+@given(st.one_of(measured_scenarios(), queued_scenarios()))
 def test_goodput_invariants(sc):
+    """Totals, min/max (running jobs never below their min), admission as fairshare, no backfill."""
     total, demands = sc
     out = allocate(total, demands, "goodput")
     assert set(out) == {d["id"] for d in demands}
@@ -192,7 +159,7 @@ def test_goodput_invariants(sc):
 
 
 @settings(max_examples=200, deadline=None)
-@given(measured_scenarios(), st.randoms(use_true_random=False))
+@given(st.one_of(measured_scenarios(), queued_scenarios()), st.randoms(use_true_random=False))
 def test_goodput_deterministic_under_shuffle(sc, rnd):
     total, demands = sc
     shuffled = list(demands)
@@ -232,3 +199,93 @@ def test_goodput_never_less_utility_than_fairshare_without_pauses(sc):
 
     # Fairshare may hand measured jobs GPUs beyond 2x what they ran; goodput does not count those.
     assert value(good) >= value(fair) - 1e-9 * max(1.0, value(fair))
+
+
+# ---------------------------------------------------------------- short work first
+
+def test_queue_thresholds():
+    assert QUEUE_THRESHOLDS == (16 * 3600.0,)
+    assert queue_of([0, 16 * 3600.0 - 1, 16 * 3600.0, 10 * LONG]).tolist() == [0, 0, 1, 1]
+
+
+def test_newcomer_is_served_before_a_long_job():
+    lin = curve(0.0, 0.01, 0.0, [1, 2, 4, 8])
+    long = job("long", 1, 8, running=True, gpus=8, throughput=lin, attained=LONG)
+    new = job("new", 1, 6, submitted_at=1)
+    assert allocate(8, [long, new], "fairshare") == {"long": 4, "new": 4}
+    # The newcomer (queue 0) gets its whole fair share of the GPUs above the minimums first.
+    assert allocate(8, [long, new], "goodput") == {"long": 2, "new": 6}
+    # Below the threshold both are in queue 0: the plain goodput split.
+    assert allocate(8, [dict(long, attained=3600.0), new], "goodput") == {"long": 4, "new": 4}
+
+
+def test_long_jobs_first_come_first_served():
+    lin = curve(0.0, 0.01, 0.0, [1, 2, 4])  # efficient up to 2 x 4 GPUs
+    longs = [job(f"l{i}", 1, 8, submitted_at=i, throughput=lin, attained=LONG) for i in range(3)]
+    assert allocate(10, longs, "goodput") == {"l0": 8, "l1": 1, "l2": 1}
+    # Without attained service the three share by marginal gain.
+    plain = [{k: v for k, v in d.items() if k != "attained"} for d in longs]
+    assert allocate(10, plain, "goodput") == {"l0": 4, "l1": 3, "l2": 3}
+
+
+def test_long_jobs_stop_at_their_efficient_size():
+    knee = curve(0.001, 0.009, 0.0, [1, 2, 4])  # S(n)/n = 10/(n+9): efficient size 2 at 0.85
+    lin = curve(0.0, 0.01, 0.0, [1, 2, 4])
+    assert EFFICIENCY_FLOOR == 0.85
+    demands = [job("a", 1, 8, throughput=knee, attained=LONG), job("b", 1, 8, submitted_at=1, throughput=lin,
+                                                                     attained=LONG)]
+    assert allocate(6, demands, "goodput") == {"a": 2, "b": 4}
+    # The plain split gives a its 3rd GPU (gain 0.15) before b its 4th (0.083).
+    plain = [{k: v for k, v in d.items() if k != "attained"} for d in demands]
+    assert allocate(6, plain, "goodput") == {"a": 3, "b": 3}
+    # GPUs left once both are at their efficient size go by marginal gain again.
+    assert allocate(20, demands, "goodput") == {"a": 8, "b": 8}
+
+
+def test_unmeasured_jobs_are_topped_up_before_a_later_queue():
+    peaked = curve(0.0, 0.01, 0.005, [1, 2])  # peak at 1-2 GPUs
+    demands = [job("m", 1, 8, throughput=peaked), job("u", 1, 8, submitted_at=1),
+               job("old", 1, 8, submitted_at=2, throughput=curve(0.0, 0.01, 0.0, [4]), attained=LONG)]
+    out = allocate(12, demands, "goodput")
+    assert out["m"] <= 2 and out["u"] == 8  # u gets what m cannot use before "old" gets more than 1
+    assert sum(out.values()) == 12
+
+
+def test_attained_is_validated():
+    for bad in ("1", -1.0, float("nan"), float("inf"), True, None):
+        with pytest.raises(ValueError, match="attained"):
+            allocate(4, [job("a", attained=bad)], "goodput")
+    assert allocate(4, [job("a", attained=np.float32(5.0)), job("b", attained=7)], "goodput") == {"a": 2, "b": 2}
+    assert allocate(4, [job("a", attained="x")], "fairshare") == {"a": 4}  # other policies ignore it
+
+
+def still_gains(d: dict, x: int, total: int, queue: int) -> bool:
+    """Whether admitted job ``d`` at ``x`` GPUs is below the size its queue serves it to."""
+    cap_max = min(d["max_gpus"], total)
+    thr = d.get("throughput") or {}
+    if not thr:
+        return x < cap_max
+    model = fit_throughput(thr)
+    cap = min(cap_max, max(2 * model.max_seen, d["min_gpus"]))
+    if x >= cap or x < 1:
+        return x < cap
+    rises = model.speedup(x + 1) > model.speedup(x) * (1 + 1e-9)
+    if queue == 0:
+        return rises
+    return rises and model.speedup(x + 1) / (x + 1) >= EFFICIENCY_FLOOR * (1 + 1e-9)
+
+
+@settings(max_examples=150, deadline=None)
+@given(queued_scenarios(pauses=False))
+def test_less_attained_is_not_served_after_more(sc):
+    """A job past its min in a later queue means every admitted job of an earlier queue is served."""
+    total, demands = sc
+    out = allocate(total, demands, "goodput")
+    adm = admitted_of(total, demands, "fairshare")
+    queue = {d["id"]: int(queue_of(d["attained"])) for d in adm}
+    for j in adm:
+        if out[j["id"]] <= j["min_gpus"]:
+            continue
+        for i in adm:
+            if queue[i["id"]] < queue[j["id"]]:
+                assert not still_gains(i, out[i["id"]], total, queue[i["id"]]), (i, j, out)

@@ -10,6 +10,7 @@ from nbrunner.core.lifecycle import (
     HORSE_DIED, KERNEL_KILLED, WORKER_LOST, AppendTimeline, Cancelled, CancelRequested, Declare, Dispatch, Enqueue,
     Fail, Finish, ForgetRun, FreeSlots, Position, Progress, Purge, Quarantine, Refused, ReleaseConfirmed, RemoveJob,
     RenderHtml, SetPriority, SlotsHeld, Start, StopRun, StoppedEarly, Timeout, TrainingOver, Undispatch, WorkerLost,
+    Preempt, SetAccount, Shrunk,
     settle_event, submitted, transition,
 )
 from nbrunner.core.models import JobPhase, JobRecord
@@ -30,12 +31,14 @@ def events(attempt: int = 1, worker: str = "w1") -> dict[str, object]:
         "lost": WorkerLost(attempt=attempt, at=T), "quarantine": Quarantine(cause="bad", at=T), "purge": Purge(),
         "priority": SetPriority(priority=7000), "position": Position(position=3), "held": SlotsHeld(slots=SLOT),
         "declare": Declare(min_gpus=1, max_gpus=2), "training_over": TrainingOver(), "stopped": StoppedEarly(rung=1),
+        "preempt": Preempt(attempt=attempt, reason="reclaimed by account a"),
+        "shrunk": Shrunk(reason="reclaimed by account a"), "account": SetAccount(account="a/b"),
     }
 
 
 STATES = {  # name: (status, phase, error)
     "waiting": ("queued", "waiting", None), "dispatched": ("queued", "dispatched", None),
-    "running": ("running", "running", None),
+    "running": ("running", "running", None), "preempting": ("running", "preempting", None),
     "completed/stopping": ("completed", "stopping", None), "completed/ended": ("completed", "ended", None),
     "failed/stopping": ("failed", "stopping", "ValueError: x"), "failed/ended": ("failed", "ended", "ValueError: x"),
     "cancelled/stopping": ("cancelled", "stopping", "cancelled"), "cancelled/ended": ("cancelled", "ended", "cancelled"),
@@ -73,6 +76,10 @@ TABLE = {
                     fail="failed/stopping", timeout="failed/stopping", cancel="cancelled/stopping", cancelled=R,
                     release="failed/ended", lost="queued/waiting", quarantine="failed/stopping", purge=R,
                     priority=SAME, position=R, held=SAME, declare=SAME, training_over=SAME, stopped=R),
+    "preempting": dict(dispatch=R, undispatch=R, start=R, progress=SAME, finish="completed/stopping",
+                       fail="failed/stopping", timeout="failed/stopping", cancel="cancelled/stopping", cancelled=R,
+                       release="queued/waiting", lost="queued/waiting", quarantine="failed/stopping", purge=R,
+                       priority=SAME, position=R, held=SAME, declare=SAME, training_over=SAME, stopped=R),
 }
 for finished in ("completed", "failed", "cancelled"):
     TABLE[f"{finished}/stopping"] = dict(
@@ -85,6 +92,12 @@ for finished in ("completed", "failed", "cancelled"):
         dispatch=R, undispatch=R, start=R, progress=R, finish=R, fail=R, timeout=R, cancel=R, cancelled=R, release=R,
         lost=R, quarantine=R, purge=GONE, priority=R, position=R, held=R, declare=R, training_over=SAME,
         stopped=SAME if finished == "cancelled" else R)
+
+for _row in TABLE.values():
+    _row.update(preempt=R, shrunk=R, account=SAME)
+TABLE["running"].update(preempt="running/preempting", shrunk=SAME)
+TABLE["preempting"].update(shrunk=SAME)
+TABLE["dispatched"].update(shrunk=SAME)
 
 
 def test_the_table_covers_every_state_and_event():
@@ -115,7 +128,8 @@ def test_every_state_and_event(state, event):
 
 def check_invariants(rec: JobRecord) -> None:
     assert rec.finished == (rec.finished_at is not None), rec
-    allowed = {"queued": {"waiting", "dispatched"}, "running": {"running"}}.get(rec.status, {"stopping", "ended"})
+    allowed = {"queued": {"waiting", "dispatched"}, "running": {"running", "preempting"}}.get(
+        rec.status, {"stopping", "ended"})
     assert rec.phase in allowed, rec
     if rec.phase is JobPhase.ENDED:
         assert rec.slots == [] and rec.gpus == 0, rec
@@ -124,7 +138,7 @@ def check_invariants(rec: JobRecord) -> None:
     statuses = [h["status"] for h in rec.history]
     assert statuses[0] == "queued" and statuses[-1] == rec.status
     assert all(a != b for a, b in zip(statuses, statuses[1:])), statuses
-    assert statuses.count("running") <= rec.retries + 1, rec
+    assert statuses.count("running") <= rec.retries + rec.preempted + 1, rec
 
 
 def test_stale_attempts_and_other_workers_are_refused():
@@ -185,6 +199,17 @@ def test_a_killed_kernel_is_run_again_like_a_lost_worker_with_the_error_cleared(
 def test_a_work_horse_that_died_unrecorded_fails_the_job():
     done = transition(at_state("running"), settle_event(at_state("running"), 1, "w1", T))
     assert done.record.status == "failed" and done.record.error == HORSE_DIED and RenderHtml() in done.actions
+
+
+def test_a_preempted_job_waits_again_without_spending_a_retry():
+    rec = transition(at_state("running", lost=2), Preempt(attempt=1, reason="reclaimed by account vision"))
+    assert rec.record.phase == "preempting" and rec.actions == (StopRun(attempt=1),)
+    assert rec.record.reclaimed == "reclaimed by account vision" and rec.record.released is False
+    again = transition(rec.record, settle_event(rec.record, 1, "w1", T))
+    assert again.record.status == "queued" and (again.record.lost, again.record.preempted) == (2, 1)
+    assert again.record.history[-1] == {"status": "queued", "at": T, "reason": "reclaimed by account vision"}
+    with pytest.raises(Refused):
+        transition(rec.record, Preempt(attempt=1, reason="again"))
 
 
 def test_settle_confirms_a_cancel_with_cancelled():

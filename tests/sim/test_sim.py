@@ -1,20 +1,17 @@
-"""Tests for the cluster simulator nbrunner.sim on a tiny generated trace set."""
+"""Tests for the cluster simulator nbrunner.sim on a tiny hand-made trace set (pure: no process)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
+import runpy
 import sys
 from pathlib import Path
 
 import pytest
 
+import nbrunner.core.goodput as goodput_mod
+import nbrunner.sim.engine as engine
 from nbrunner.sim import AppModel, load_workload, main, simulate
-
-pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[2]
 PLACEMENTS = ["1", "2", "3", "4", "44"]
 LOCAL_BSZ = [4, 8, 16, 32]
 
@@ -45,7 +42,7 @@ def write_app(traces: Path, app: str, validation: dict[int, list[int]]) -> None:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path):
+def toy(tmp_path: Path):
     """tmp_path/traces/{long,short} and a helper writing tmp_path/workloads/<name>.csv."""
     traces = tmp_path / "traces"
     write_app(traces, "long", {32: [1000, 2000]})  # 2000 steps at batch 32
@@ -62,8 +59,8 @@ def cluster(tmp_path: Path):
     return traces, workload
 
 
-def test_app_model_interpolation_and_accumulation(cluster):
-    traces, _ = cluster
+def test_app_model_interpolation_and_accumulation(toy):
+    traces, _ = toy
     m = AppModel("long", traces / "long")
     assert m.step_time(2, 32) == pytest.approx(toy_step(2, 16)[0])
     # local batch 12 lies between 8 and 16: linear interpolation.
@@ -83,16 +80,16 @@ def test_app_model_interpolation_and_accumulation(cluster):
     assert s.total_steps(16) == pytest.approx((600 * 8 + 100 * 32) / 2 / 16)
 
 
-def test_best_replicas_is_fewest_gpus_at_peak_throughput(cluster):
-    traces, _ = cluster
+def test_best_replicas_is_fewest_gpus_at_peak_throughput(toy):
+    traces, _ = toy
     m = AppModel("long", traces / "long")
     # batch 32: 1 GPU 0.42 s, 2 GPUs 0.27 s, 4 GPUs 0.21 s, 8 GPUs 0.21 s -> 4.
     assert m.best_replicas(32, 64) == 4
     assert m.best_replicas(32, 2) == 2
 
 
-def test_single_job_finishes_in_expected_time(cluster):
-    traces, workload = cluster
+def test_single_job_finishes_in_expected_time(toy):
+    traces, workload = toy
     path = workload("one", [("long-0", 10, "long", 2, 32)])
     expected = 2.0 + 2000 * toy_step(2, 16)[0]
     res = simulate(path, 4, "static", restart_pause=2.0)
@@ -105,8 +102,8 @@ def test_single_job_finishes_in_expected_time(cluster):
     assert res.jobs[0].gpus == 4
 
 
-def test_static_is_fifo_without_backfill(cluster):
-    traces, workload = cluster
+def test_static_is_fifo_without_backfill(toy):
+    traces, workload = toy
     path = workload("fifo", [("a", 0, "long", 3, 32), ("b", 1, "long", 2, 32), ("c", 2, "short", 1, 32)])
     res = simulate(path, 4, "static")
     a, b, c = res.jobs
@@ -116,8 +113,8 @@ def test_static_is_fifo_without_backfill(cluster):
     assert c.finish < b.finish
 
 
-def test_fairshare_beats_static_on_contended_workload(cluster):
-    traces, workload = cluster
+def test_fairshare_beats_static_on_contended_workload(toy):
+    traces, workload = toy
     rows = [("long-0", 0, "long", 4, 32)]
     rows += [(f"short-{i}", 5 + 20 * i, "short", 2, 32) for i in range(6)]
     path = workload("contended", rows)
@@ -134,43 +131,46 @@ def test_fairshare_beats_static_on_contended_workload(cluster):
     assert sum(j.resizes for j in fair.jobs) > 0
 
 
-def test_load_workload_reads_rows(cluster):
-    _, workload = cluster
+def test_load_workload_reads_rows(toy):
+    _, workload = toy
     jobs = load_workload(workload("w", [("x", 3, "long", 2, 32)]))
     assert [(j.name, j.submit, j.app, j.replicas, j.batch) for j in jobs] == [("x", 3.0, "long", 2, 32)]
 
 
-def test_unknown_application_is_an_error(cluster):
-    _, workload = cluster
+def test_unknown_application_is_an_error(toy):
+    _, workload = toy
     with pytest.raises(ValueError, match="nope"):
         simulate(workload("bad", [("x", 0, "nope", 1, 32)]), 4, "static")
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "nbrunner.sim", *args], capture_output=True, text=True,
-                          cwd=REPO, env=env, timeout=60)
+def run_module(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    """``python -m nbrunner.sim ARGS`` in this process: (exit code, stdout, stderr)."""
+    monkeypatch.setattr(sys, "argv", ["nbrunner.sim", *args])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_module("nbrunner.sim", run_name="__main__", alter_sys=False)
+    out = capsys.readouterr()
+    return exit_.value.code, out.out, out.err
 
 
-def test_cli_json_output_shape(cluster):
-    traces, workload = cluster
+def test_module_json_output_shape(toy, monkeypatch, capsys):
+    traces, workload = toy
     path = workload("cli", [("long-0", 0, "long", 4, 32), ("short-1", 5, "short", 2, 32)])
     keys = {"avg_jct_s", "p99_jct_s", "makespan_s", "gpu_utilization", "restarts"}
-    out = run_cli(str(path), "--gpus", "4", "--policy", "fairshare", "--json", "--restart-pause", "1",
-                  "--interval", "30")
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.strip().splitlines()
+    code, out, err = run_module(monkeypatch, capsys, str(path), "--gpus", "4", "--policy", "fairshare", "--json",
+                                "--restart-pause", "1", "--interval", "30")
+    assert code == 0, err
+    lines = out.strip().splitlines()
     assert len(lines) == 1
     data = json.loads(lines[0])
     assert set(data) == keys
     assert all(isinstance(data[k], float) and data[k] > 0 for k in keys - {"restarts"})
     assert isinstance(data["restarts"], int) and data["restarts"] >= 1  # the short job's arrival resizes the long one
-    out = run_cli(str(path), "--traces", str(traces / "missing"))
-    assert out.returncode != 0 and "error" in out.stderr
+    code, out, err = run_module(monkeypatch, capsys, str(path), "--traces", str(traces / "missing"))
+    assert code != 0 and err.startswith("error:") and "Traceback" not in err
 
 
-def test_main_in_process(cluster, capsys):
-    traces, workload = cluster
+def test_main_in_process(toy, capsys):
+    traces, workload = toy
     path = workload("cli", [("long-0", 0, "long", 4, 32), ("short-1", 5, "short", 2, 32)])
     for policy in ("static", "tiresias", "priority", "goodput"):
         assert main([str(path), "--gpus", "4", "--policy", policy, "--json"]) == 0
@@ -181,25 +181,23 @@ def test_main_in_process(cluster, capsys):
     assert "avg JCT" in text and "utilization" in text
 
 
-def test_tiresias_backfills_and_preempts_by_attained_service(cluster, monkeypatch):
-    import nbrunner.sim as sim
-
-    traces, workload = cluster
+def test_tiresias_backfills_and_preempts_by_attained_service(toy, monkeypatch):
+    traces, workload = toy
     path = workload("las", [("a", 0, "long", 3, 32), ("b", 1, "long", 2, 32), ("c", 2, "short", 1, 32)])
     res = simulate(path, 4, "tiresias", restart_pause=0.0)
     a, b, c = res.jobs
     assert c.start == pytest.approx(2.0)  # backfilled next to a (static would wait for a)
     assert b.start >= c.finish - 1e-9 or b.start >= a.finish - 1e-9
     # A tiny threshold demotes a after its first interval: b (queue 0) preempts it.
-    monkeypatch.setattr(sim, "TIRESIAS_THRESHOLD", 10.0)
+    monkeypatch.setattr(engine, "TIRESIAS_THRESHOLD", 10.0)
     res = simulate(path, 4, "tiresias", restart_pause=0.0, interval=60.0)
     a, b, c = res.jobs
     assert b.start < a.finish
     assert a.restarts >= 1 and res.restarts >= 1
 
 
-def test_restart_pause_delays_every_start(cluster):
-    _, workload = cluster
+def test_restart_pause_delays_every_start(toy):
+    _, workload = toy
     path = workload("one", [("long-0", 10, "long", 2, 32)])
     fast = simulate(path, 4, "static", restart_pause=0.0)
     slow = simulate(path, 4, "static", restart_pause=30.0)
@@ -207,20 +205,17 @@ def test_restart_pause_delays_every_start(cluster):
     assert slow.restarts == 0
 
 
-def test_goodput_only_sees_sizes_the_job_ran(cluster, monkeypatch):
-    import nbrunner.core.allocate as alloc_mod
-    import nbrunner.sim as sim
-
-    traces, workload = cluster
+def test_goodput_only_sees_sizes_the_job_ran(toy, monkeypatch):
+    traces, workload = toy
     seen = []
-    real = alloc_mod.allocate
+    real = engine.allocate
 
-    def spy(total, demands, policy="fairshare"):
+    def spy(total, demands, policy="fairshare", **kw):
         for d in demands:
             seen.append((d["gpus"], dict(d["throughput"])))
-        return real(total, demands, policy)
+        return real(total, demands, policy, **kw)
 
-    monkeypatch.setattr(sim, "allocate", spy)
+    monkeypatch.setattr(engine, "allocate", spy)
     rows = [("long-0", 0, "long", 4, 32)] + [(f"short-{i}", 5 + 20 * i, "short", 2, 32) for i in range(3)]
     res = simulate(workload("g", rows), 4, "goodput", restart_pause=2.0)
     assert all(j.finish is not None for j in res.jobs)
@@ -232,3 +227,42 @@ def test_goodput_only_sees_sizes_the_job_ran(cluster, monkeypatch):
     m = AppModel("long", traces / "long")
     _, thr = next((g, t) for g, t in seen if 4 in t)
     assert thr[4] == pytest.approx(32 / m.step_time(4, 32))
+
+
+def test_goodput_is_fed_attained_service(toy, monkeypatch):
+    _, workload = toy
+    calls = []
+    real = engine.allocate
+
+    def spy(total, demands, policy="fairshare", **kw):
+        calls.append({d["id"]: (d.get("attained"), d["gpus"]) for d in demands})
+        return real(total, demands, policy, **kw)
+
+    monkeypatch.setattr(engine, "allocate", spy)
+    rows = [("long-0", 0, "long", 4, 32), ("short-1", 100, "short", 2, 32)]
+    res = simulate(workload("a", rows), 4, "goodput", restart_pause=2.0, interval=60.0)
+    assert calls[0] == {0: (0.0, 0)}
+    last: dict = {}
+    for call in calls:
+        for idx, (attained, gpus) in call.items():
+            assert attained >= last.get(idx, 0.0)  # GPU-seconds only grow
+            last[idx] = attained
+    # The long job held its GPUs from 0 until the short one arrived: 4 GPUs x 100 s.
+    assert next(c for c in calls if 1 in c)[0][0] == pytest.approx(400.0)
+    assert max(j.attained for j in res.jobs) > 0
+    calls.clear()
+    simulate(workload("a", rows), 4, "goodput", restart_pause=2.0, attained=False)
+    assert calls and all(a is None for c in calls for a, _ in c.values())  # the policy before short work first
+
+
+def test_goodput_serves_the_newcomer_before_the_long_job(toy, monkeypatch):
+    """A long job past the (here tiny) queue threshold yields to a short newcomer."""
+    _, workload = toy
+    monkeypatch.setattr(goodput_mod, "QUEUE_THRESHOLDS", (300.0,))
+    rows = [("long-0", 0, "long", 4, 32)] + [(f"short-{i}", 100 + 60 * i, "short", 1, 32) for i in range(3)]
+    path = workload("las", rows)
+    las = simulate(path, 4, "goodput", restart_pause=2.0)
+    flat = simulate(path, 4, "goodput", restart_pause=2.0, attained=False)
+    jct = lambda res: [j.finish - j.submit for j in res.jobs]  # noqa: E731
+    assert sum(jct(las)[1:]) < sum(jct(flat)[1:])  # the short jobs finish sooner
+    assert all(j.finish is not None for j in las.jobs)

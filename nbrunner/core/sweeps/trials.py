@@ -70,6 +70,7 @@ class SweepRecord(BaseModel):
     trials: list[Trial]
     options: dict[str, Any] = Field(default_factory=dict)  # job fields given to every trial
     owner: str = ""
+    groups: list[str] = Field(default_factory=list)  # the owner's groups (a hub's), given to each trial
     from_content: bool = False  # the notebook came with the request: trials run the snapshot, ``notebook`` names it
     created_at: str = Field(default_factory=utcnow)
     finished_at: str | None = None

@@ -1,0 +1,7 @@
+"""``python -m nbrunner.sim``: see ``nbrunner.sim.cli``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,102 @@
+"""Batch-size adaptation in the simulator: each job picks the global batch of the highest goodput.
+
+Statistical efficiency, as AdaptDL/Pollux define it. A job's progress is counted in
+steps of the application's initial batch ``B0`` (its smallest validated batch); the
+``progress`` column of ``validation-<B>.csv`` is that count at the end of each
+epoch. One step at batch ``B`` (``scale s = B / B0``) makes ``gain(B) = (var + sqr)
+/ (var / s + sqr)`` such steps of progress, where ``sqr`` (``grad_sqr``, the squared
+norm of the gradient) and ``var`` (``grad_var``, the variance of its estimate at
+``B0``) are the epoch's row of the validation files, interpolated linearly in the
+batch between the two validated batches around ``B`` (held outside them).
+Statistical efficiency is ``gain / s`` (1 at ``B0``, falling as ``B`` grows; the
+noise scale ``var / sqr`` grows as training goes on, so larger batches pay off
+later), and goodput, in ``B0``-samples per second, is ``B0 * gain / step_time(r,
+B)``: throughput times statistical efficiency.
+
+Choice. On ``r`` GPUs in epoch ``e`` a job runs the batch of the highest goodput
+among :data:`GRID_PER_DOUBLING` sizes a doubling (plus every validated batch)
+between its application's smallest and largest validated batch, with the step time
+of ``nbrunner.sim.apps`` (gradient accumulation above the largest measured local
+batch). It chooses again whenever its GPU count changes and at every epoch
+boundary (a new batch costs no pause; a new GPU count does). The job knows its
+true step time and gradient statistics (an ideal AdaptDL agent; a live one fits
+them from what it measures).
+
+Work. Epoch ``e`` ends when progress reaches the smallest ``progress`` of row
+``e`` over the validation files (Pollux's simulator counts epochs so); a job
+finishes after :data:`nbrunner.sim.apps.EPOCHS` epochs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .apps import EPOCHS, AppModel
+
+__all__ = ["BatchAdaptation", "GRID_PER_DOUBLING"]
+
+GRID_PER_DOUBLING = 4
+_PROGRESS, _SQR, _VAR = 0, 3, 4  # columns of AppModel.validation rows
+
+
+class BatchAdaptation:
+    """Statistical efficiency, epochs and the goodput-optimal batch of one application."""
+
+    def __init__(self, app: AppModel):
+        self.app = app
+        self.batches = np.array(sorted(app.validation), dtype=np.float64)
+        self.init_batch = int(self.batches[0])
+        self.max_batch = int(self.batches[-1])
+        rows = min(len(v) for v in app.validation.values())
+        stack = np.stack([app.validation[int(b)][:rows] for b in self.batches])  # batch x epoch x column
+        self.sqr, self.var = stack[:, :, _SQR], stack[:, :, _VAR]
+        ends = stack[:, :, _PROGRESS].min(axis=0)  # progress at the end of each measured epoch
+        epochs = EPOCHS.get(app.name, rows)
+        if epochs > rows:  # more epochs than measured: at their mean pace (as AppModel.total_steps)
+            ends = np.concatenate((ends, ends[-1] / rows * np.arange(rows + 1, epochs + 1)))
+        self.epoch_ends = ends[:epochs]
+        self.work = float(self.epoch_ends[-1])
+        doublings = math.log2(self.max_batch / self.init_batch)
+        grid = np.geomspace(self.init_batch, self.max_batch, max(2, int(doublings * GRID_PER_DOUBLING) + 1))
+        self.grid = np.unique(np.concatenate((np.round(grid), self.batches))).astype(np.int64)
+        self._best: dict[tuple[int, int], tuple[int, float]] = {}
+
+    def gain(self, batch: float, epoch: int) -> float:
+        """Progress (steps of the initial batch) one step of ``batch`` makes in ``epoch``."""
+        e = min(epoch, self.sqr.shape[1] - 1)
+        sqr = float(np.interp(batch, self.batches, self.sqr[:, e]))
+        var = float(np.interp(batch, self.batches, self.var[:, e]))
+        scale = batch / self.init_batch
+        denom = var / scale + sqr
+        return (var + sqr) / denom if denom > 0 else 1.0
+
+    def efficiency(self, batch: float, epoch: int) -> float:
+        """Statistical efficiency of ``batch`` in ``epoch``: 1 at the initial batch."""
+        return self.gain(batch, epoch) * self.init_batch / batch
+
+    def best(self, gpus: int, epoch: int) -> tuple[int, float]:
+        """(batch, progress per second) of the highest goodput on ``gpus`` GPUs in ``epoch``."""
+        key = (gpus, min(epoch, len(self.epoch_ends) - 1))
+        got = self._best.get(key)
+        if got is None:
+            rates = [self.gain(b, key[1]) / self.app.step_time(gpus, int(b)) for b in self.grid]
+            i = int(np.argmax(rates))
+            got = self._best[key] = (int(self.grid[i]), float(rates[i]))
+        return got
+
+    def goodput(self, gpus: int, epoch: int) -> float:
+        """Initial-batch samples per second at the best batch: throughput x statistical efficiency."""
+        return self.init_batch * self.best(gpus, epoch)[1]
+
+    def epoch_of(self, progress: float) -> int:
+        """The epoch a job with this much progress is in."""
+        return int(np.searchsorted(self.epoch_ends, progress, side="right"))
+
+    def best_replicas(self, limit: int) -> int:
+        """Fewest GPUs (<= limit) reaching the highest goodput of the last epoch (when large batches pay most)."""
+        last = len(self.epoch_ends) - 1
+        limit = max(1, min(limit, self.app.max_replicas))
+        rates = [self.best(r, last)[1] for r in range(1, limit + 1)]
+        return int(np.argmax(rates)) + 1

@@ -1,0 +1,320 @@
+"""The event-driven replay: jobs arrive, the policy allocates GPUs, jobs run, pause and finish.
+
+Scheduling (documented choices; performance and work are in ``nbrunner.sim.apps``):
+
+* ``static``: every job gets exactly ``num_replicas`` (capped at the cluster
+  size), FIFO with no backfill (``allocate`` with min = max = request).
+* ``tiresias``: static sizes, preemptive two-queue discretised least attained
+  service as in Tiresias (and the Pollux artifact's Tiresias): a job whose
+  attained service (GPUs x seconds held) reaches :data:`TIRESIAS_THRESHOLD` (16
+  GPU-hours) is demoted to the second queue; queue 0 before queue 1, FIFO (by
+  arrival in the queue) within each, and every job that fits in the GPUs left is
+  started (backfill); a running job that no longer fits is preempted (it keeps
+  its progress and pays the pause when it starts again).
+* ``fairshare``/``priority``/``goodput``: ``nbrunner.core.allocate.allocate``
+  with min 1 and max = the fewest GPUs reaching the job's peak measured
+  throughput (adding GPUs past that no longer speeds it up), all priorities equal
+  (5000; the workloads have none). ``goodput`` demands also carry ``throughput``
+  = the samples/s at the GPU counts the job has run so far (revealed by running,
+  as a live job measures them: nothing at sizes it has not run), its current
+  ``gpus``, ``pause_s`` = the restart pause and ``attained`` = the GPU-seconds it
+  has held so far.
+* The policy is applied at every arrival and completion and every ``interval``
+  seconds (a periodic call whose inputs did not change since the last call is
+  skipped: the function is pure, so it would return the same; attained service
+  changes whenever a job runs, so ``tiresias`` and ``goodput`` are called every
+  interval while jobs are active).
+* ``adaptive_batch``: each job of an elastic policy (fairshare, priority,
+  goodput) picks its global batch by goodput, throughput x statistical
+  efficiency (``nbrunner.sim.adapt``), when its GPU count changes and at every
+  epoch; its max is then the fewest GPUs reaching its peak goodput in its last
+  epoch, and goodput demands carry its measured goodput (initial-batch samples/s)
+  as ``throughput``. ``static`` and ``tiresias`` keep the workload's batches, as
+  the Pollux study's baselines do.
+* Every start and every change of a job's GPU count pauses it for
+  ``restart_pause`` seconds (GPUs held, no progress; default 30 s, the Pollux
+  simulator's figure). ``restarts`` counts every change of a job's GPU count
+  after its first start (resizes, preemptions and restarts).
+* ``accounts``: an accounts tree (as ``nbrunner.allocate`` takes it); each job's
+  ``owner`` (and ``groups``) places it in an account and the elastic policies and
+  ``static`` divide the GPUs down the tree (``allocate(..., accounts=TREE)``); the result
+  has a row per account (``nbrunner.sim.accounts``). ``tiresias`` has no accounts.
+* Metrics: JCT = finish - submit; p99 by linear interpolation; makespan = last
+  finish - first submit; utilization = allocated GPU-seconds / (GPUs x makespan).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from nbrunner.core.accounts import AccountTree, accounts_tree
+from nbrunner.core.allocate import allocate
+
+from .adapt import BatchAdaptation
+from .apps import AppModel, load_apps
+from .workload import TRACES_DIR, Job, load_workload
+
+__all__ = ["SimResult", "simulate", "POLICIES", "TIRESIAS_THRESHOLD", "DEFAULT_PRIORITY"]
+
+POLICIES = ("static", "tiresias", "fairshare", "priority", "goodput")
+ELASTIC = ("fairshare", "priority", "goodput")
+TIRESIAS_THRESHOLD = 3600.0 * 16  # GPU-seconds of attained service before demotion
+DEFAULT_PRIORITY = 5000
+_EPS = 1e-9
+
+
+@dataclass
+class SimResult:
+    """Metrics of one replay, and its jobs with their final state."""
+
+    policy: str
+    gpus: int
+    jct: np.ndarray
+    makespan_s: float
+    gpu_seconds: float
+    jobs: list[Job] = field(repr=False, default_factory=list)
+    accounts: list[dict] = field(default_factory=list)  # per account, with an accounts tree
+
+    @property
+    def avg_jct_s(self) -> float:
+        return float(self.jct.mean()) if len(self.jct) else 0.0
+
+    @property
+    def p99_jct_s(self) -> float:
+        return float(np.percentile(self.jct, 99)) if len(self.jct) else 0.0
+
+    @property
+    def gpu_utilization(self) -> float:
+        return self.gpu_seconds / (self.gpus * self.makespan_s) if self.makespan_s > 0 else 0.0
+
+    @property
+    def restarts(self) -> int:
+        return sum(j.restarts for j in self.jobs)
+
+    def metrics(self) -> dict:
+        out = {"avg_jct_s": self.avg_jct_s, "p99_jct_s": self.p99_jct_s,
+               "makespan_s": self.makespan_s, "gpu_utilization": self.gpu_utilization,
+               "restarts": self.restarts}
+        return {**out, "accounts": self.accounts} if self.accounts else out
+
+
+def simulate(workload: str | os.PathLike | list[Job], gpus: int = 64, policy: str = "fairshare", *,
+             traces: str | os.PathLike | None = None, restart_pause: float = 30.0,
+             interval: float = 60.0, attained: bool = True, adaptive_batch: bool = False,
+             accounts: dict | AccountTree | None = None) -> SimResult:
+    """Replay a workload (a CSV path or jobs) on ``gpus`` GPUs under ``policy`` and return the metrics.
+
+    ``traces`` defaults to the ``traces`` directory beside the workload's
+    directory if there is one, else the shipped Pollux traces. ``attained=False``
+    replays ``goodput`` without attained service (every job in its first queue:
+    the goodput policy before short work first), for comparisons.
+    ``adaptive_batch`` lets the elastic policies' jobs pick their batch by goodput.
+    ``accounts``: an accounts tree the GPUs are divided down (see the module docstring).
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
+    tree = None if accounts is None else accounts_tree(accounts)
+    if tree is not None and policy == "tiresias":
+        raise ValueError("the tiresias policy has no accounts: use static, fairshare, priority or goodput")
+    if gpus < 1:
+        raise ValueError("gpus must be >= 1")
+    if isinstance(workload, list):
+        jobs = [j.fresh() for j in workload]
+    else:
+        jobs = load_workload(workload)
+        beside = Path(workload).resolve().parent.parent / "traces"
+        if traces is None and beside.is_dir():
+            traces = beside
+    traces = TRACES_DIR if traces is None else traces
+    apps = load_apps(traces)
+    adapt = {name: _adaptation(app) for name, app in apps.items()} if adaptive_batch and policy in ELASTIC else {}
+    for j in jobs:
+        if j.app not in apps:
+            raise ValueError(f"job {j.name}: no traces for application {j.app!r} in {traces}")
+        if adapt:
+            j.work, j.max_gpus = adapt[j.app].work, adapt[j.app].best_replicas(gpus)
+        else:
+            j.work, j.max_gpus = apps[j.app].total_steps(j.batch), apps[j.app].best_replicas(j.batch, gpus)
+        j.queued_at = j.submit
+    if not jobs:
+        return SimResult(policy, gpus, np.zeros(0), 0.0, 0.0, [])
+    res = _Replay(jobs, apps, gpus, policy, restart_pause, interval, attained, adapt, tree).run()
+    if tree is not None:
+        from .accounts import account_results
+
+        res.accounts = account_results(tree, res.jobs)
+    return res
+
+
+_ADAPTATIONS: dict[int, BatchAdaptation] = {}
+
+
+def _adaptation(app: AppModel) -> BatchAdaptation:
+    """One BatchAdaptation per (cached) application, so its batch choices are computed once."""
+    if id(app) not in _ADAPTATIONS or _ADAPTATIONS[id(app)].app is not app:
+        _ADAPTATIONS[id(app)] = BatchAdaptation(app)
+    return _ADAPTATIONS[id(app)]
+
+
+class _Replay:
+    """One replay's state: the clock, the active jobs and the policy's bookkeeping."""
+
+    def __init__(self, jobs: list[Job], apps: dict[str, AppModel], gpus: int, policy: str, restart_pause: float,
+                 interval: float, attained: bool, adapt: dict[str, BatchAdaptation], tree: AccountTree | None):
+        self.jobs, self.apps, self.gpus, self.policy, self.adapt, self.tree = jobs, apps, gpus, policy, adapt, tree
+        self.pause, self.interval, self.feed_attained = restart_pause, interval, attained
+        self.arrivals = sorted(jobs, key=lambda j: (j.submit, j.idx))
+        self.t0 = self.now = self.arrivals[0].submit
+        self.next_arrival = 0
+        self.active: dict[int, Job] = {}
+        self.gpu_seconds = 0.0
+        self.dirty = False  # policy inputs changed since the last call
+        # Called every interval while jobs are active: their attained service grows.
+        self.every_interval = policy == "tiresias" or (policy == "goodput" and attained)
+
+    def run(self) -> SimResult:
+        while self.next_arrival < len(self.arrivals) or self.active:
+            t_tick = self._next_tick()
+            t_next = min(self._next_arrival_time(), self._next_event_time(), t_tick)
+            if t_next == math.inf:
+                raise RuntimeError("simulation stalled: queued jobs can never be admitted")
+            changed = self._advance(t_next)
+            changed |= self._admit_arrivals()
+            if changed or (self.dirty and self.now >= t_tick - _EPS):
+                self._reallocate()
+        jct = np.array([j.finish - j.submit for j in self.jobs])
+        makespan = max(j.finish for j in self.jobs) - self.t0
+        return SimResult(self.policy, self.gpus, jct, makespan, self.gpu_seconds, self.jobs)
+
+    def _event_time(self, j: Job) -> float:
+        """When ``j`` reaches its boundary: its end, or (adapting) the end of its epoch."""
+        return max(self.now, j.paused_until) + (j.boundary - j.done) * j.unit_time
+
+    def _next_arrival_time(self) -> float:
+        return self.arrivals[self.next_arrival].submit if self.next_arrival < len(self.arrivals) else math.inf
+
+    def _next_event_time(self) -> float:
+        return min((self._event_time(j) for j in self.active.values() if j.gpus), default=math.inf)
+
+    def _next_tick(self) -> float:
+        if not self.dirty or self.interval <= 0:
+            return math.inf
+        return (math.floor((self.now - self.t0) / self.interval + _EPS) + 1) * self.interval + self.t0
+
+    def _advance(self, t_next: float) -> bool:
+        """Run every job to ``t_next``; True if one finished."""
+        finished = []
+        for j in self.active.values():
+            if not j.gpus:
+                continue
+            held = j.gpus * (t_next - self.now)
+            self.gpu_seconds += held
+            j.attained += held
+            if self._event_time(j) > t_next + _EPS:
+                j.done += max(0.0, t_next - max(self.now, j.paused_until)) / j.unit_time
+            elif j.boundary < j.work:  # an epoch ends: the job picks its batch again
+                j.done = j.boundary
+                j.epoch += 1
+                self._set_pace(j)
+            else:
+                finished.append(j)
+        for j in finished:
+            j.finish = self._event_time(j)
+            j.done = j.work
+            del self.active[j.idx]
+        self.now = t_next
+        return bool(finished)
+
+    def _admit_arrivals(self) -> bool:
+        """Make the jobs submitted by now active; True if any."""
+        arrived = False
+        while self.next_arrival < len(self.arrivals) and self.arrivals[self.next_arrival].submit <= self.now:
+            j = self.arrivals[self.next_arrival]
+            self.active[j.idx] = j
+            self.next_arrival += 1
+            arrived = True
+        return arrived
+
+    def _reallocate(self) -> None:
+        if self.policy == "tiresias":
+            grant = self._tiresias()
+        else:
+            policy = "fairshare" if self.policy == "static" else self.policy
+            grant = allocate(self.gpus, [self._demand(j) for j in self.active.values()], policy, accounts=self.tree)
+        self.dirty = False
+        for idx, g in grant.items():
+            if g != self.active[idx].gpus:
+                self._resize(self.active[idx], g)
+        if self.policy == "static":
+            self.dirty = False  # static has no periodic reallocation
+        elif self.every_interval:
+            self.dirty = bool(self.active)
+
+    def _demand(self, j: Job) -> dict:
+        if self.policy == "static":
+            lo = hi = min(j.replicas, self.gpus)
+        else:
+            lo, hi = 1, j.max_gpus
+        d = {"id": j.idx, "min_gpus": lo, "max_gpus": hi, "priority": DEFAULT_PRIORITY, "submitted_at": j.submit,
+             "running": j.gpus > 0, "owner": j.owner or "-", "groups": j.groups}
+        if self.policy == "goodput":
+            d.update(throughput=j.measured, gpus=j.gpus, pause_s=self.pause)
+            if self.feed_attained:
+                d["attained"] = j.attained
+        return d
+
+    def _resize(self, j: Job, g: int) -> None:
+        """Give ``j`` ``g`` GPUs: a start, resize, preemption or restart (each pauses it)."""
+        if j.gpus == 0:
+            if j.start is None:
+                j.start = self.now
+            else:
+                j.restarts += 1
+            self.dirty = True  # the running set changed
+        else:
+            j.resizes += 1
+            j.restarts += 1
+        j.gpus = g
+        if g == 0:
+            j.unit_time = math.inf
+            self.dirty = True
+            return
+        j.paused_until = self.now + self.pause
+        self._set_pace(j)
+
+    def _set_pace(self, j: Job) -> None:
+        """Seconds per unit of work on ``j``'s GPUs (its batch chosen again if it adapts), and what it measures."""
+        if self.adapt:
+            ad = self.adapt[j.app]
+            j.run_batch, rate = ad.best(j.gpus, j.epoch)
+            j.unit_time = 1.0 / rate
+            j.boundary = min(float(ad.epoch_ends[min(j.epoch, len(ad.epoch_ends) - 1)]), j.work)
+            measured = ad.init_batch * rate  # goodput: initial-batch samples/s
+        else:
+            j.run_batch, j.boundary = j.batch, j.work
+            j.unit_time = self.apps[j.app].step_time(j.gpus, j.batch)
+            measured = j.batch / j.unit_time
+        if self.policy == "goodput":
+            if self.adapt:  # every size it ran, at this epoch's efficiency (its goodput model, refreshed)
+                ad = self.adapt[j.app]
+                j.measured = {g: ad.goodput(g, j.epoch) for g in (*j.measured, j.gpus)}
+            else:
+                j.measured.setdefault(j.gpus, measured)
+            self.dirty = True  # its inputs (gpus, throughput) changed
+
+    def _tiresias(self) -> dict[int, int]:
+        for j in self.active.values():
+            if j.queue == 0 and j.attained >= TIRESIAS_THRESHOLD:
+                j.queue, j.queued_at = 1, self.now
+        free = self.gpus
+        grant = {}
+        for j in sorted(self.active.values(), key=lambda j: (j.queue, j.queued_at, j.idx)):
+            need = min(j.replicas, self.gpus)
+            grant[j.idx] = need if need <= free else 0
+            free -= grant[j.idx]
+        return grant
