@@ -33,6 +33,10 @@ c.JupyterHub.load_roles = [
 ]
 # the admin group exists from the start; add members on the hub's admin page or its REST API
 c.JupyterHub.load_groups = {NBRUNNER_ADMIN_GROUP: {"users": []}}
+# users' servers: their nbrunner extension (and the CLI and Python API inside them) forward to the
+# service with the user's own token, which needs the service's scope; no Redis URL reaches them
+c.Spawner.environment = {"NBRUNNER_SERVICE_URL": f"http://127.0.0.1:{NBRUNNER_PORT}/services/nbrunner/"}
+c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", "access:services!service=nbrunner"]
 
 # ---- the rest of the hub: replace with your site's ---------------------------------------------
 c.JupyterHub.authenticator_class = "shared-password"

@@ -128,6 +128,7 @@ service = next(s for s in c.JupyterHub.services if s["name"] == {SERVICE!r})
 service["url"] = "http://127.0.0.1:{self.service_port}"
 command = service["command"]
 command[command.index("--port") + 1] = "{self.service_port}"
+c.Spawner.environment["NBRUNNER_SERVICE_URL"] = "http://127.0.0.1:{self.service_port}/services/{SERVICE}/"
 c.JupyterHub.services += [{{"name": "harness", "api_token": {self.harness_token!r}}},
                           {{"name": "other", "api_token": {self.other_token!r}}}]
 c.JupyterHub.load_roles += [{{"name": "harness", "services": ["harness"],
