@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from ..core.sweeps.trials import SweepRecord
 
 
+ORDERS = ("newest", "oldest")  # the orders of GET /jobs, by creation time
+MAX_FILTER = 200  # characters of a listing's text filter (owner, name search, schedule, sweep)
+
+
 class ClusterAPI:
     """The operations of one cluster (see the module docstring).  The store connects on first
     use: a server may start before its cluster does (NoCluster until then)."""
@@ -51,15 +55,26 @@ class ClusterAPI:
         return rec
 
     def jobs(self, caller: Caller, status: str | None = None, limit: int | None = None, cursor: str | None = None,
-             schedule: str | None = None, sweep: str | None = None) -> tuple[list[JobRecord], str | None]:
-        """A page of the jobs the caller sees, newest first, and the cursor of the next page."""
+             schedule: str | None = None, sweep: str | None = None, owner: str | None = None,
+             name: str | None = None, order: str = "newest") -> tuple[list[JobRecord], str | None]:
+        """A page of the jobs the caller sees, newest first (``order="oldest"``: oldest first), and
+        the cursor of the next page.  Filters: ``status``, ``schedule``, ``sweep``, ``owner`` (a
+        user other than the caller finds nothing unless the caller is an admin) and ``name`` (a
+        part of the job's name, any case)."""
         if status is not None and status not in STATUSES:
             raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
-        owner = caller.owner_filter
-        where = None if owner is None and schedule is None and sweep is None else (
-            lambda r: (owner is None or r.owner == owner) and (schedule is None or r.schedule == schedule)
-            and (sweep is None or r.sweep == sweep))
-        return self.store.page(status, limit, cursor, where=where)
+        if order not in ORDERS:
+            raise InvalidRequest(f"order must be one of {', '.join(ORDERS)}, got {str(order)[:20]!r}")
+        for what, value in (("owner", owner), ("q", name), ("schedule", schedule), ("sweep", sweep)):
+            if value is not None and (not isinstance(value, str) or len(value) > MAX_FILTER):
+                raise InvalidRequest(f"{what} must be text of at most {MAX_FILTER} characters")
+        mine = caller.owner_filter
+        wanted = {o for o in (mine, owner) if o is not None}
+        part = name.casefold() if name else None
+        where = None if not wanted and schedule is None and sweep is None and part is None else (
+            lambda r: all(r.owner == o for o in wanted) and (schedule is None or r.schedule == schedule)
+            and (sweep is None or r.sweep == sweep) and (part is None or part in r.name.casefold()))
+        return self.store.page(status, limit, cursor, where=where, oldest_first=order == "oldest")
 
     def submit(self, caller: Caller, request: dict[str, Any], base: Path | None = None) -> JobRecord:
         """Queue a job owned by the caller (see :func:`nbrunner.control.submit.submit`)."""

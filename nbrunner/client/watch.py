@@ -1,0 +1,91 @@
+"""``nbrunner jobs --watch``: the newest jobs as a live table, until Ctrl-C.
+
+It follows the cluster's event stream (:class:`~nbrunner.control.changes.ChangeFeed`, the one the
+push channel of the REST API reads), so a change shows as soon as it is recorded and an idle
+cluster costs one blocked read.  On a terminal the table is redrawn in place (at most
+:data:`REDRAW_S` apart); into a pipe or a file the table is printed once and then one line per
+change, with its time.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable, TextIO
+
+import msgspec
+
+from ..control.changes import ChangeFeed
+from ..core.models import JobRecord
+from . import render
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
+
+REDRAW_S = 0.2  # the quickest a terminal's table is redrawn
+WAIT_S = 4.0  # the longest one read of the stream waits
+
+
+class JobsView:
+    """The jobs shown: the newest ``limit`` of those ``keep`` accepts, by id, kept up to date."""
+
+    def __init__(self, records: list[JobRecord], limit: int, keep: Callable[[JobRecord], bool]):
+        self.limit = limit
+        self.keep = keep
+        self.rows = {r.id: r for r in records}
+
+    def apply(self, data: dict[str, Any]) -> JobRecord | None:
+        """Apply one job change (``{"job": record}`` or ``{"id", "deleted": true}``); the record
+        if it is (still) shown."""
+        if data.get("deleted"):
+            self.rows.pop(data["id"], None)
+            return None
+        rec = msgspec.convert(data["job"], JobRecord)
+        if not self.keep(rec):
+            self.rows.pop(rec.id, None)
+            return None
+        self.rows[rec.id] = rec
+        if len(self.rows) > self.limit:
+            for old in self.newest_first()[self.limit:]:
+                del self.rows[old.id]
+        return self.rows.get(rec.id)
+
+    def newest_first(self) -> list[JobRecord]:
+        return sorted(self.rows.values(), key=lambda r: (r.created_at, r.id), reverse=True)
+
+
+def watch(cluster: Cluster, status: str | None, schedule: str | None, limit: int, width: int | None, color: bool,
+          out: TextIO = sys.stdout) -> None:
+    """Show the jobs live until interrupted (KeyboardInterrupt reaches the caller)."""
+    feed = ChangeFeed(cluster.store)
+    position = feed.position()  # before the first page: no change falls between the two
+
+    def keep(r: JobRecord) -> bool:
+        return (status is None or r.status == status) and (schedule is None or r.schedule == schedule)
+
+    records, _ = cluster.store.page(status, limit, where=None if schedule is None else keep)
+    view = JobsView(records, limit, keep)
+    terminal = out.isatty()
+    _draw(view, out, width, color, clear=terminal)
+    drawn, dirty = time.monotonic(), False
+    while True:
+        wait = max(0.0, REDRAW_S - (time.monotonic() - drawn)) if dirty else WAIT_S
+        position, changes = feed.read(position, block_s=wait or None)
+        shown = [view.apply(c.data) for c in changes if c.kind == "job"]
+        if not terminal:
+            stamp = datetime.now().strftime("%H:%M:%S")
+            out.write("".join(f"{stamp}  " + "  ".join(render.job_cells(r)) + "\n" for r in shown if r is not None))
+            out.flush()
+            continue
+        dirty = dirty or bool(shown)
+        if dirty and time.monotonic() - drawn >= REDRAW_S:
+            _draw(view, out, width, color, clear=True)
+            drawn, dirty = time.monotonic(), False
+
+
+def _draw(view: JobsView, out: TextIO, width: int | None, color: bool, clear: bool) -> None:
+    rows = view.newest_first()[::-1]  # the newest at the bottom, as `nbrunner jobs` prints them
+    text = render.jobs_text(rows, width=width, color=color)
+    footer = render.totals_line(rows) + " (live; Ctrl-C to stop)"
+    out.write(("\x1b[H\x1b[2J" if clear else "") + text + "\n" + footer + "\n")
+    out.flush()
