@@ -56,11 +56,19 @@ class ClusterAPI:
 
     def jobs(self, caller: Caller, status: str | None = None, limit: int | None = None, cursor: str | None = None,
              schedule: str | None = None, sweep: str | None = None, owner: str | None = None,
-             name: str | None = None, order: str = "newest") -> tuple[list[JobRecord], str | None]:
+             name: str | None = None, order: str = "newest", after: str | None = None,
+             ) -> tuple[list[JobRecord], str | None]:
         """A page of the jobs the caller sees, newest first (``order="oldest"``: oldest first), and
         the cursor of the next page.  Filters: ``status``, ``schedule``, ``sweep``, ``owner`` (a
         user other than the caller finds nothing unless the caller is an admin) and ``name`` (a
-        part of the job's name, any case)."""
+        part of the job's name, any case).  The page starts at ``cursor``, or just after the job
+        ``after`` (one the caller sees)."""
+        if after is not None:
+            if cursor is not None:
+                raise InvalidRequest("give cursor or after, not both")
+            cursor = self.store.cursor_after(after) if isinstance(after, str) and after.isalnum() else None
+            if cursor is None or not caller.sees(self.store.get(after).owner):
+                raise InvalidRequest(f"after must be the id of a job of the listing, got {str(after)[:40]!r}")
         if status is not None and status not in STATUSES:
             raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
         if order not in ORDERS:

@@ -296,6 +296,11 @@ class JobStore:
             return [rec for rec, _ in out[:limit]], encode_cursor(*out[limit - 1][1])
         return [rec for rec, _ in out], None
 
+    def cursor_after(self, job_id: str) -> str | None:
+        """The cursor of the listing position just after the job ``job_id`` (None: no such job)."""
+        score = self.r.zscore(JOBS, job_id)
+        return None if score is None else encode_cursor(score, job_id)
+
     def _after(self, key: str, pos: tuple[float, str] | None, n: int,
                oldest_first: bool = False) -> list[tuple[str, float, str | None]]:
         """Up to ``n`` (id, score, record text) of sorted set ``key``, newest (oldest) first, after

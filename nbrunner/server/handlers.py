@@ -144,7 +144,7 @@ class JobsHandler(BaseHandler):
         arg = self.get_query_argument
         records, after = self.api.jobs(self.caller, status, int(raw), arg("cursor", None), schedule=arg("schedule", None),
                                        sweep=arg("sweep", None), owner=arg("owner", None), name=arg("q", None),
-                                       order=arg("order", "newest"))
+                                       order=arg("order", "newest"), after=arg("after", None))
         self.reply({"jobs": [r.to_dict() for r in records], "next": after})
 
     @web.authenticated

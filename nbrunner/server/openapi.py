@@ -114,7 +114,9 @@ PATHS: dict[str, dict[str, Any]] = {
                                       "at most this many jobs (a filtered page that reads 20,000 records without "
                                       "filling up returns what it found, with a next cursor)"),
                                _query("cursor", {"type": "string"},
-                                      "the previous page's next (same filters and order): the page after it")],
+                                      "the previous page's next (same filters and order): the page after it"),
+                               _query("after", {"type": "string"},
+                                      "a job's id: the page after that job (instead of cursor)")],
                 "responses": {"200": _json({"type": "object", "properties": {
                     "jobs": {"type": "array", "items": _ref("Job")},
                     "next": {"type": "string", "nullable": True,
@@ -176,7 +178,7 @@ PATHS: dict[str, dict[str, Any]] = {
     "/events": {
         "get": {"summary": "The push channel: changes of the jobs, sweeps and schedules the caller sees, and of "
                            "the cluster, as server-sent events (text/event-stream), as they happen",
-                "description": "Messages: `ready` ({resumed}), `job` ({job} or {id, deleted}), `sweep`, `schedule`, "
+                "description": "Messages: `ready` ({resumed, user, admin}), `job` ({job} or {id, deleted}), `sweep`, `schedule`, "
                                "`cluster` ({cluster}: the GET /cluster object), `reload` (what was missed is gone: "
                                "read everything again), and a `: ping` comment every 15 s. Each change has an id; "
                                "send the last one seen as Last-Event-ID when reconnecting to resume without a gap "

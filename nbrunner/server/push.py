@@ -11,8 +11,9 @@ to the IOLoop, which writes to each subscriber the changes it sees
 What a subscriber receives (``text/event-stream``, one message per change; ids and resuming in
 :mod:`nbrunner.core.changes`)::
 
-    event: ready           first: {"resumed": true|false}; a fresh subscription's id is the
-                           stream position it starts from
+    event: ready           first: {"resumed": true|false, "user", "admin"} (who the server
+                           takes the caller for); a fresh subscription's id is the stream
+                           position it starts from
     id: 1700000000000-3.0
     event: job             {"job": record} or {"id", "deleted": true}; likewise sweep, schedule
     event: cluster         {"cluster": the GET /cluster object}
@@ -126,7 +127,7 @@ class Broadcaster:
         if last is None:
             sub.last = order(start)
             sub.backlog = None
-            sub.push(frame("ready", {"resumed": False}, start))
+            sub.push(frame("ready", _ready(caller, False), start))
         else:
             asyncio.ensure_future(self._catch_up(sub, last, start))
         return sub
@@ -185,7 +186,7 @@ class Broadcaster:
             sub.last = order(upto)
             sub.push(frame("reload", {}, upto))
         else:
-            sub.push(frame("ready", {"resumed": True}))
+            sub.push(frame("ready", _ready(sub.caller, True)))
             self._send(sub, missed)
         backlog, sub.backlog = sub.backlog or [], None
         for batch in backlog:
@@ -242,6 +243,11 @@ class Broadcaster:
                 self._read_from = position
             if position != start and self._loop is not None:
                 self._loop.call_soon_threadsafe(self._deliver, generation, position, changes)
+
+
+def _ready(caller: Caller, resumed: bool) -> dict[str, Any]:
+    """The first message: whether the subscription resumed, and who the server takes the caller for."""
+    return {"resumed": resumed, "user": caller.name, "admin": caller.admin}
 
 
 def broadcaster(settings: dict[str, Any], api: Any) -> Broadcaster:

@@ -123,7 +123,8 @@ async def test_each_user_gets_their_own_job_changes_and_the_cluster(jp_fetch, ch
     for c in (ca, cb, cadmin):
         assert c.status == 200 and "text/event-stream" in c.headers
         await c.read_until(lambda c: c.of("ready"))
-        assert c.of("ready")[0]["data"] == {"resumed": False} and c.last_id
+        assert c.of("ready")[0]["data"] == {"resumed": False, "user": c.user, "admin": c.user == "root-admin"}
+        assert c.last_id
     _, a = await alice("POST", "jobs", body={"notebook": "hello.ipynb", "name": "alice-job", "max_gpus": 1})
     _, b = await bob("POST", "jobs", body={"notebook": "hello.ipynb", "name": "bob-job"})
     await wait_status(alice, a["id"])
@@ -173,7 +174,7 @@ async def test_a_cut_connection_resumes_without_a_gap_or_a_duplicate(jp_fetch, c
     second = await channel("alice", first.last_id)
     await writer
     await second.read_until(lambda c: set(burst) <= set(first.jobs()) | set(c.jobs()))
-    assert second.of("ready")[0]["data"] == {"resumed": True}
+    assert second.of("ready")[0]["data"] == {"resumed": True, "user": "alice", "admin": False}
     assert at_cut < len(burst) and set(second.jobs()) & set(burst)  # cut mid-burst; the rest came on the second
     got = [m["data"]["job"]["id"] for c in (first, second) for m in c.of("job") if m["data"]["job"]["id"] in burst]
     assert sorted(got) == sorted(burst)  # each job once: none missed, none twice
@@ -214,6 +215,13 @@ async def test_the_listing_pages_and_filters_on_the_server(jp_fetch, root):
     assert [j["id"] for j in rest["jobs"]] == made["carol"][::-1][3:] and rest["next"] is None
     _, oldest = await carol("GET", "jobs", q="PROBE", order="oldest", limit="2")
     assert [j["id"] for j in oldest["jobs"]] == made["carol"][:2]
+    _, following = await carol("GET", "jobs", q="probe", limit="2", after=made["carol"][3])
+    assert [j["id"] for j in following["jobs"]] == made["carol"][2:0:-1]
+    _, newer = await carol("GET", "jobs", q="probe", order="oldest", limit="9", after=made["carol"][2])
+    assert [j["id"] for j in newer["jobs"]] == made["carol"][3:]
+    for theirs in (made["dave"][0], "nosuchjob"):  # another user's job is no place in the listing
+        code, err = await carol("GET", "jobs", after=theirs)
+        assert code == 400 and "after must be" in err["message"]
     _, others = await carol("GET", "jobs", owner="dave")
     assert others["jobs"] == []  # another user's jobs: none, as if there were none
     _, daves = await admin("GET", "jobs", owner="dave", q="probe")
