@@ -33,26 +33,20 @@ from .models import STATUSES, JobRecord
 INDEX_VERSION = "1"
 PAGE_SCAN_MAX = 20000  # records one filtered page may read before it returns what it found
 
-# Up to ARGV[1] members of the sorted set KEYS[1], newest first (ARGV[4] 'asc': oldest first),
-# with their scores and records (ARGV[3] .. id), as a flat list.  With a cursor score ARGV[2],
-# the members of that very score come first, all of them (the caller keeps those whose id sorts
-# after the cursor's), then the older (newer) ones.
+# Up to ARGV[1] members of the sorted set KEYS[1] in the order of ARGV[4] ('zrevrange': newest
+# first; 'zrange': oldest first), with their scores and records (ARGV[3] .. id), as a flat list.
+# With a cursor score ARGV[2], the members of that very score come first, all of them (the caller
+# keeps those whose id sorts after the cursor's), then the following ones (up to ARGV[5]: -inf or
+# +inf).
 _PAGE = """
 local n = tonumber(ARGV[1])
 local items
-if ARGV[4] == 'asc' then
-  if ARGV[2] == '' then
-    items = redis.call('zrange', KEYS[1], 0, n - 1, 'WITHSCORES')
-  else
-    items = redis.call('zrangebyscore', KEYS[1], ARGV[2], ARGV[2], 'WITHSCORES')
-    local rest = redis.call('zrangebyscore', KEYS[1], '(' .. ARGV[2], '+inf', 'WITHSCORES', 'LIMIT', 0, n)
-    for i = 1, #rest do items[#items + 1] = rest[i] end
-  end
-elseif ARGV[2] == '' then
-  items = redis.call('zrevrange', KEYS[1], 0, n - 1, 'WITHSCORES')
+if ARGV[2] == '' then
+  items = redis.call(ARGV[4], KEYS[1], 0, n - 1, 'WITHSCORES')
 else
-  items = redis.call('zrevrangebyscore', KEYS[1], ARGV[2], ARGV[2], 'WITHSCORES')
-  local rest = redis.call('zrevrangebyscore', KEYS[1], '(' .. ARGV[2], '-inf', 'WITHSCORES', 'LIMIT', 0, n)
+  local by = ARGV[4] .. 'byscore'
+  items = redis.call(by, KEYS[1], ARGV[2], ARGV[2], 'WITHSCORES')
+  local rest = redis.call(by, KEYS[1], '(' .. ARGV[2], ARGV[5], 'WITHSCORES', 'LIMIT', 0, n)
   for i = 1, #rest do items[#items + 1] = rest[i] end
 end
 local out = {}
@@ -306,8 +300,8 @@ class JobStore:
         """Up to ``n`` (id, score, record text) of sorted set ``key``, newest (oldest) first, after
         ``pos`` (one round trip)."""
         score, last = pos if pos is not None else ("", "")
-        flat = self._page_script(keys=[key], args=[n, repr(score) if pos is not None else "", job_key(""),
-                                                   "asc" if oldest_first else "desc"])
+        order = ("zrange", "+inf") if oldest_first else ("zrevrange", "-inf")
+        flat = self._page_script(keys=[key], args=[n, repr(score) if pos is not None else "", job_key(""), *order])
         rows = [(flat[i], float(flat[i + 1]), flat[i + 2]) for i in range(0, len(flat), 3)]
         if pos is not None:  # the first rows share the cursor's creation time: keep those after it (by id)
             rows = [row for row in rows if row[1] != score or (row[0] > last if oldest_first else row[0] < last)]

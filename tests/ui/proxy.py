@@ -24,12 +24,7 @@ class CuttingProxy:
         with self._lock:
             pairs, self._pairs = self._pairs, set()
         for pair in pairs:
-            for s in pair:
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                s.close()
+            _drop(pair)
         return len(pairs)
 
     def close(self) -> None:
@@ -63,9 +58,13 @@ class CuttingProxy:
         finally:
             with self._lock:
                 self._pairs.discard(pair)
-            for s in pair:
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                s.close()
+            _drop(pair)
+
+
+def _drop(pair: tuple[socket.socket, socket.socket]) -> None:
+    for s in pair:
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        s.close()
