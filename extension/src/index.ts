@@ -278,9 +278,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // --- Other commands -----------------------------------------------------
     commands.addCommand(CommandIDs.openJobs, {
       label: 'Show nbrunner jobs',
-      caption: 'Open the nbrunner Jobs panel',
+      caption: 'Open the nbrunner Jobs panel (args: {sweep?}: the trials of that sweep)',
       icon: jobsIcon,
-      execute: () => revealPanel()
+      execute: args => revealPanel(undefined, (args.sweep as string | undefined) ?? undefined)
     });
 
     // The jobs table in the main area: the same panel, full width.

@@ -130,7 +130,7 @@ export const schedulesPlugin: JupyterFrontEndPlugin<void> = {
             Notification.success(`Sweep ${created.sweep.id} started: ${n} trials.`, {
               autoClose: 6000
             });
-            await commands.execute('nbrunner:open-jobs');
+            await commands.execute('nbrunner:open-jobs', { sweep: created.sweep.id });
           }
         } catch (error) {
           Notification.error(`Could not start the sweep: ${errorMessage(error)}`, {

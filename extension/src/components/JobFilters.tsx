@@ -55,6 +55,35 @@ function FilterText(props: {
   );
 }
 
+/** A labelled select of the filters. */
+function FilterSelect(props: {
+  id: string;
+  label: string;
+  testid: string;
+  value: string | number;
+  options: Array<{ value: string | number; label: string }>;
+  onChange: (value: string) => void;
+}): React.ReactElement {
+  return (
+    <span className="nbrunner-Filter">
+      <label htmlFor={props.id}>{props.label}</label>
+      <select
+        id={props.id}
+        className="nbrunner-Select"
+        data-testid={props.testid}
+        value={props.value}
+        onChange={e => props.onChange(e.target.value)}
+      >
+        {props.options.map(o => (
+          <option key={o.value} value={o.value}>
+            {o.label}
+          </option>
+        ))}
+      </select>
+    </span>
+  );
+}
+
 export function JobFilters(props: {
   query: IJobQuery;
   schedules: ISchedule[];
@@ -63,25 +92,20 @@ export function JobFilters(props: {
   onChange: (change: Partial<IJobQuery>) => void;
 }): React.ReactElement {
   const { query, onChange } = props;
+  const schedules = props.schedules.map(s => ({ value: s.id, label: `${s.name} (${s.id})` }));
+  if (query.schedule && !props.schedules.some(s => s.id === query.schedule)) {
+    schedules.unshift({ value: query.schedule, label: query.schedule });
+  }
   return (
     <div className="nbrunner-Filters" role="search" aria-label="Filter jobs">
-      <span className="nbrunner-Filter">
-        <label htmlFor="nbrunner-jobs-filter">Status</label>
-        <select
-          id="nbrunner-jobs-filter"
-          className="nbrunner-Select"
-          data-testid="nbrunner-jobs-filter"
-          value={query.status}
-          onChange={e => onChange({ status: e.target.value })}
-        >
-          <option value="">all</option>
-          {STATUSES.map(s => (
-            <option key={s} value={s}>
-              {s}
-            </option>
-          ))}
-        </select>
-      </span>
+      <FilterSelect
+        id="nbrunner-jobs-filter"
+        label="Status"
+        testid="nbrunner-jobs-filter"
+        value={query.status}
+        options={[{ value: '', label: 'all' }, ...STATUSES.map(s => ({ value: s, label: s }))]}
+        onChange={status => onChange({ status })}
+      />
       <FilterText
         id="nbrunner-jobs-search"
         label="Name"
@@ -100,26 +124,14 @@ export function JobFilters(props: {
           onChange={owner => onChange({ owner })}
         />
       )}
-      <span className="nbrunner-Filter">
-        <label htmlFor="nbrunner-jobs-schedule">Schedule</label>
-        <select
-          id="nbrunner-jobs-schedule"
-          className="nbrunner-Select"
-          data-testid="nbrunner-jobs-schedule"
-          value={query.schedule}
-          onChange={e => onChange({ schedule: e.target.value })}
-        >
-          <option value="">any</option>
-          {query.schedule && !props.schedules.some(s => s.id === query.schedule) && (
-            <option value={query.schedule}>{query.schedule}</option>
-          )}
-          {props.schedules.map(s => (
-            <option key={s.id} value={s.id}>
-              {s.name} ({s.id})
-            </option>
-          ))}
-        </select>
-      </span>
+      <FilterSelect
+        id="nbrunner-jobs-schedule"
+        label="Schedule"
+        testid="nbrunner-jobs-schedule"
+        value={query.schedule}
+        options={[{ value: '', label: 'any' }, ...schedules]}
+        onChange={schedule => onChange({ schedule })}
+      />
       <FilterText
         id="nbrunner-jobs-sweep"
         label="Sweep"
@@ -128,22 +140,14 @@ export function JobFilters(props: {
         value={query.sweep}
         onChange={sweep => onChange({ sweep })}
       />
-      <span className="nbrunner-Filter">
-        <label htmlFor="nbrunner-jobs-limit">Rows</label>
-        <select
-          id="nbrunner-jobs-limit"
-          className="nbrunner-Select"
-          data-testid="nbrunner-jobs-limit"
-          value={query.limit}
-          onChange={e => onChange({ limit: Number(e.target.value) })}
-        >
-          {PAGE_SIZES.map(n => (
-            <option key={n} value={n}>
-              {n}
-            </option>
-          ))}
-        </select>
-      </span>
+      <FilterSelect
+        id="nbrunner-jobs-limit"
+        label="Rows"
+        testid="nbrunner-jobs-limit"
+        value={query.limit}
+        options={PAGE_SIZES.map(n => ({ value: n, label: String(n) }))}
+        onChange={limit => onChange({ limit: Number(limit) })}
+      />
     </div>
   );
 }

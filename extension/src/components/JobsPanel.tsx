@@ -133,12 +133,15 @@ export class JobsPanel extends PollingWidget {
 
   /** The page, the cluster summary, the schedules (for their filter), a sweep's leaderboard. */
   protected async fetch(): Promise<void> {
-    const [page, cluster] = await Promise.allSettled([
-      this._listing.read(),
+    const others = Promise.allSettled([
       getCluster(),
       this._schedules === null ? this._readSchedules() : Promise.resolve(),
       this._readSweep()
     ]);
+    const [page] = await Promise.allSettled([
+      this._listing.read().then(() => this._show()) // the rows first, without waiting for the rest
+    ]);
+    const [cluster] = await others;
     if (page.status === 'fulfilled') {
       this._error = null;
       this._unavailable = false;
