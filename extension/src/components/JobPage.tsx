@@ -62,7 +62,7 @@ function formatValue(value: JSONValue): string {
   return typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value);
 }
 
-/** A burst of changes settles this long before the metrics or GPU series are read again. */
+/** After a change, the metrics or GPU series are read again this much later (a burst: once). */
 const SETTLE_MS = 500;
 
 export class JobPage extends PollingWidget {
@@ -92,8 +92,8 @@ export class JobPage extends PollingWidget {
   }
 
   dispose(): void {
-    window.clearTimeout(this._metricsTimer);
-    window.clearTimeout(this._gpusTimer);
+    window.clearTimeout(this._timers.metrics);
+    window.clearTimeout(this._timers.gpus);
     super.dispose();
   }
 
@@ -150,18 +150,24 @@ export class JobPage extends PollingWidget {
     this._gone = false;
     this._setTitle();
     if (!before || JSON.stringify(before.metrics) !== JSON.stringify(job.metrics) || before.progress !== job.progress) {
-      this._metricsTimer = this._soon(this._metricsTimer, () => this._readMetrics());
+      this._soon('metrics', () => this._readMetrics());
     }
     if (!before || before.gpus !== job.gpus || before.status !== job.status) {
-      this._gpusTimer = this._soon(this._gpusTimer, () => this._readGpus());
+      this._soon('gpus', () => this._readGpus());
     }
     this.update();
   }
 
-  /** Run `read` (then render) in a moment, once for a burst of changes. */
-  private _soon(timer: number, read: () => Promise<void>): number {
-    window.clearTimeout(timer);
-    return window.setTimeout(() => void read().then(() => this.update()), SETTLE_MS);
+  /** Run `read` (then render) in a moment: once for a burst of changes, at most every SETTLE_MS
+   * while they keep coming. */
+  private _soon(what: 'metrics' | 'gpus', read: () => Promise<void>): void {
+    if (this._timers[what]) {
+      return;
+    }
+    this._timers[what] = window.setTimeout(() => {
+      this._timers[what] = 0;
+      void read().then(() => this.update());
+    }, SETTLE_MS);
   }
 
   private async _readMetrics(): Promise<void> {
@@ -503,6 +509,5 @@ export class JobPage extends PollingWidget {
   private _acting: string | null = null;
   private _endedPolls = 0;
   private _channel: PushChannel;
-  private _metricsTimer = 0;
-  private _gpusTimer = 0;
+  private _timers = { metrics: 0, gpus: 0 };
 }

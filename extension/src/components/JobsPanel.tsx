@@ -4,11 +4,10 @@
  * channel (`channel.ts`); a summary of the cluster; a sweep's leaderboard when the table
  * lists its trials.  It refreshes on a timer only while the channel cannot be opened.
  */
-import { Notification } from '@jupyterlab/apputils';
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
-import { ApiError, cancelJob, errorMessage, getCluster, getSweep, listSchedules, setPriority } from '../api';
+import { ApiError, errorMessage, getCluster, getSweep, listSchedules } from '../api';
 import { PushChannel } from '../channel';
 import { JOBS_POLL_MS } from '../constants';
 import { Change, ISweepChange } from '../events';
@@ -20,13 +19,12 @@ import { ICluster, IJob, ISchedule, isFinished } from '../types';
 import { ActionButton } from './ActionButton';
 import { Banner } from './Banner';
 import { ClusterSummary } from './ClusterSummary';
-import { confirmCancel } from './confirmCancel';
 import { JobFilters } from './JobFilters';
+import { JobsToolbar } from './JobsToolbar';
 import { JobTable } from './JobTable';
 import { IRowHandlers } from './JobTableRow';
-import { LiveStatus } from './LiveStatus';
 import { Pager } from './Pager';
-import { PanelHeader } from './PanelHeader';
+import { cancelAfterConfirming, changePriority } from './rowActions';
 import { ISweepState, SweepGroup } from './SweepGroup';
 
 export namespace JobsPanel {
@@ -48,7 +46,7 @@ export namespace JobsPanel {
   }
 }
 
-/** A moment for a burst of changes to settle before the models and a sweep are read again. */
+/** After a change, the models and a sweep are read again this much later (a burst: once). */
 const SETTLE_MS = 1000;
 
 export class JobsPanel extends PollingWidget {
@@ -175,10 +173,14 @@ export class JobsPanel extends PollingWidget {
     }
   }
 
-  /** Read the models and the sweep again once a burst of changes has settled. */
+  /** Read the models and the sweep again a moment after a change: once for a burst of changes,
+   * and at most every SETTLE_MS while they keep coming. */
   private _settleThenRead(): void {
-    window.clearTimeout(this._settle);
+    if (this._settle) {
+      return;
+    }
     this._settle = window.setTimeout(() => {
+      this._settle = 0;
       void Promise.all([this._readModels(), this._readSweep()]).then(() => this._show());
     }, SETTLE_MS);
   }
@@ -261,35 +263,20 @@ export class JobsPanel extends PollingWidget {
     if (this._pending.has(job.id)) {
       return;
     }
-    this._pending.add(job.id);
-    this.update();
-    try {
-      if (await confirmCancel(job)) {
-        const updated = await cancelJob(job.id);
-        if (updated?.id) {
-          this._listing.apply({ record: updated, deleted: false });
-        }
-      }
-    } catch (error) {
-      Notification.error(`Could not cancel job ${job.id}: ${errorMessage(error)}`, { autoClose: 8000 });
-    } finally {
-      this._pending.delete(job.id);
-      this.update();
+    this._show(() => this._pending.add(job.id));
+    const updated = await cancelAfterConfirming(job);
+    if (updated) {
+      this._listing.apply({ record: updated, deleted: false });
     }
+    this._show(() => this._pending.delete(job.id));
   }
 
   private async _setPriority(job: IJob, priority: number): Promise<boolean> {
-    try {
-      const updated = await setPriority(job.id, priority);
-      this._listing.apply({ record: updated?.id ? updated : { ...job, priority }, deleted: false });
-      this.update();
-      return true;
-    } catch (error) {
-      Notification.error(`Could not change the priority of job ${job.id}: ${errorMessage(error)}`, {
-        autoClose: 8000
-      });
-      return false;
+    const updated = await changePriority(job, priority);
+    if (updated) {
+      this._show(() => this._listing.apply({ record: updated, deleted: false }));
     }
+    return updated !== null;
   }
 
   private _handlers(): IRowHandlers {
@@ -313,44 +300,15 @@ export class JobsPanel extends PollingWidget {
     const shown = rows ? sortRows(rows, this._sort.column === 'created' ? { column: null, descending: false } : this._sort, now) : [];
     return (
       <div className="nbrunner-JobsPanel-content">
-        <PanelHeader title="nbrunner jobs">
-          <LiveStatus
-            mode={this._channel.mode}
-            pollSeconds={Math.round((this._options.interval ?? JOBS_POLL_MS) / 100) / 10}
-            onRetry={() => this._channel.retryNow()}
-          />
-          <ActionButton testid="nbrunner-refresh" label="Refresh jobs" title="Read the page again" onClick={() => void this.refresh()}>
-            Refresh
-          </ActionButton>
-          {this._options.openWide && (
-            <ActionButton
-              testid="nbrunner-open-wide"
-              label="Open the jobs table in the main area"
-              title="Open the jobs table in a tab, full width"
-              onClick={() => this._options.openWide?.()}
-            >
-              Expand
-            </ActionButton>
-          )}
-          <ActionButton
-            testid="nbrunner-open-cluster"
-            label="Open the cluster view"
-            title="Open the cluster view: slots per host and GPU timeline"
-            onClick={() => this._options.openCluster()}
-          >
-            Cluster
-          </ActionButton>
-          {this._options.openSchedules && (
-            <ActionButton
-              testid="nbrunner-open-schedules"
-              label="Open the schedules view"
-              title="Schedules: notebooks that run on a clock"
-              onClick={() => this._options.openSchedules?.()}
-            >
-              Schedules
-            </ActionButton>
-          )}
-        </PanelHeader>
+        <JobsToolbar
+          mode={this._channel.mode}
+          pollSeconds={Math.round((this._options.interval ?? JOBS_POLL_MS) / 100) / 10}
+          onRetry={() => this._channel.retryNow()}
+          onRefresh={() => void this.refresh()}
+          onWide={this._options.openWide}
+          onCluster={this._options.openCluster}
+          onSchedules={this._options.openSchedules}
+        />
         {this._cluster && <ClusterSummary cluster={this._cluster} />}
         <JobFilters
           query={query}

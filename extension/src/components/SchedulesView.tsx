@@ -9,12 +9,10 @@ import * as React from 'react';
 
 import {
   ApiError,
-  cancelJob,
   deleteSchedule,
   errorMessage,
   listScheduleRuns,
   listSchedules,
-  setPriority,
   updateSchedule
 } from '../api';
 import { JOBS_POLL_MS } from '../constants';
@@ -25,8 +23,8 @@ import { PollingWidget } from '../polling-widget';
 import { IJob, ISchedule } from '../types';
 import { ActionButton } from './ActionButton';
 import { Banner } from './Banner';
-import { confirmCancel } from './confirmCancel';
 import { confirmDeleteSchedule } from './confirmDeleteSchedule';
+import { cancelAfterConfirming, changePriority } from './rowActions';
 import { JobTable } from './JobTable';
 import { IRowHandlers } from './JobTableRow';
 import { LiveStatus } from './LiveStatus';
@@ -200,36 +198,24 @@ export class SchedulesView extends PollingWidget {
   private _runHandlers(): IRowHandlers {
     return {
       onCancel: job =>
-        void (async () => {
-          try {
-            if (await confirmCancel(job)) {
-              await cancelJob(job.id);
-            }
-          } catch (error) {
-            Notification.error(`Could not cancel job ${job.id}: ${errorMessage(error)}`, {
-              autoClose: 8000
-            });
+        void cancelAfterConfirming(job).then(() => {
+          if (!this._channel.live) {
+            void this.refresh();
           }
-          await this.refresh();
-        })(),
+        }),
       onLog: job => this._options.openLog(job),
       onOpen: job => this._options.openOutput(job),
       onDetails: job => this._options.openJob(job),
       onPriority: async (job, priority) => {
-        try {
-          await setPriority(job.id, priority);
+        const updated = await changePriority(job, priority);
+        if (updated && !this._channel.live) {
           void this.refresh();
-          return true;
-        } catch (error) {
-          Notification.error(
-            `Could not change the priority of job ${job.id}: ${errorMessage(error)}`,
-            { autoClose: 8000 }
-          );
-          return false;
         }
+        return updated !== null;
       }
     };
   }
+
 
   protected render(): React.ReactElement {
     const now = Date.now();
