@@ -164,6 +164,28 @@ def test_a_job_outlives_its_owners_server(lab_hub, people):
     assert code == 200 and "done waiting" in log["text"]
 
 
+# In the page, as the Lab does (its XSRF token with its cookie): read the push channel's messages
+# into window.heard; the status of the response.
+LISTEN = """async url => {
+    window.heard = [];
+    const xsrf = decodeURIComponent((document.cookie.match(/_xsrf=([^;]+)/) || [])[1] || '');
+    const response = await fetch(url, {headers: {'X-XSRFToken': xsrf}});
+    const reader = response.body.getReader(), decoder = new TextDecoder();
+    let text = '';
+    (async () => {
+        for (let got = await reader.read(); !got.done; got = await reader.read()) {
+            text += decoder.decode(got.value, {stream: true});
+            for (let end = text.indexOf('\\n\\n'); end >= 0; end = text.indexOf('\\n\\n')) {
+                const data = text.slice(0, end).split('\\n').filter(l => l.startsWith('data:'));
+                text = text.slice(end + 2);
+                if (data.length) window.heard.push(data.map(l => l.slice(5)).join('\\n'));
+            }
+        }
+    })();
+    return response.status;
+}"""
+
+
 def login(browser, hub: Hub, name: str):
     """A browser context logged in to the hub as ``name`` (any password: the dummy authenticator),
     on its JupyterLab."""
@@ -180,7 +202,7 @@ def login(browser, hub: Hub, name: str):
 
 def test_alice_runs_a_job_from_her_lab_as_herself_and_bob_never_sees_it(lab_hub, people):
     hub, tokens = lab_hub
-    from test_jupyterlab import jobs_panel, submit_and_get_job, submit_dialog  # noqa: E402
+    from test_jupyterlab import job_row, jobs_panel, submit_and_get_job, submit_dialog  # noqa: E402
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
@@ -197,7 +219,8 @@ def test_alice_runs_a_job_from_her_lab_as_herself_and_bob_never_sees_it(lab_hub,
             assert rec["status"] == "completed", rec
             code, log = service(hub, tokens[ALICE], "GET", "jobs", job["id"], "log")
             assert f"uid {people[ALICE].pw_uid} user {ALICE}" in log["text"], log
-            expect(jobs_panel(page).get_by_text(job["id"]).first).to_be_visible(timeout=30_000)
+            jobs_panel(page)
+            expect(job_row(page, job["id"])).to_be_visible(timeout=30_000)
             context.close()
 
             context, page = login(browser, hub, BOB)
@@ -206,13 +229,10 @@ def test_alice_runs_a_job_from_her_lab_as_herself_and_bob_never_sees_it(lab_hub,
             # the panel is live: its push channel streams through the hub's proxy and bob's server
             expect(panel.get_by_test_id("nbrunner-live-status")).to_have_attribute("data-mode", "live",
                                                                                    timeout=30_000)
-            expect(panel.get_by_text(job["id"])).to_have_count(0)
+            expect(job_row(page, job["id"])).to_have_count(0)
             # what bob's channel carries while both submit: his job's changes, none of alice's
-            page.evaluate("""url => { window.heard = [];
-                const source = new EventSource(url);
-                for (const kind of ['job', 'cluster', 'sweep', 'schedule'])
-                    source.addEventListener(kind, e => window.heard.push(e.data)); }""",
-                          f"{hub.url}/user/{BOB}/nbrunner/api/events")
+            opened = page.evaluate(LISTEN, f"{hub.url}/user/{BOB}/nbrunner/api/events")
+            assert opened == 200, opened
             page.wait_for_timeout(1000)
             code, theirs = service(hub, tokens[ALICE], "POST", "jobs", body={
                 "notebook": "who.ipynb", "content": json.loads((Path(people[ALICE].pw_dir) / "who.ipynb").read_text())})
@@ -220,12 +240,12 @@ def test_alice_runs_a_job_from_her_lab_as_herself_and_bob_never_sees_it(lab_hub,
             code, mine = service(hub, tokens[BOB], "POST", "jobs", body={
                 "notebook": "who.ipynb", "content": json.loads((Path(people[BOB].pw_dir) / "who.ipynb").read_text())})
             assert code == 201, mine
-            expect(panel.get_by_text(mine["id"]).first).to_be_visible(timeout=30_000)
+            expect(job_row(page, mine["id"])).to_be_visible(timeout=30_000)
             wait_for(lambda: any('"completed"' in m and mine["id"] in m for m in page.evaluate("window.heard")),
                      180, 0.5, "bob's job to finish on his channel")
             heard = page.evaluate("window.heard")
             assert not any(theirs["id"] in m or f'"owner":"{ALICE}"' in m.replace(" ", "") for m in heard), heard
-            expect(panel.get_by_text(theirs["id"])).to_have_count(0)
+            expect(job_row(page, theirs["id"])).to_have_count(0)
             context.close()
         finally:
             browser.close()
