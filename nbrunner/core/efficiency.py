@@ -18,15 +18,10 @@ its efficiency.  So the policy sees the efficiency falling at sizes the job has 
 from __future__ import annotations
 
 import math
+from numbers import Real
 from typing import Any
 
-import numpy as np
-
-from .throughput import fit_arrays, points
-
 __all__ = ["check_efficiency", "goodput_points"]
-
-_REAL = (int, float, np.integer, np.floating)
 
 
 def check_efficiency(efficiency: Any, ident: Any = None) -> dict[int, float]:
@@ -41,7 +36,7 @@ def check_efficiency(efficiency: Any, ident: Any = None) -> dict[int, float]:
             raise ValueError(f"demand {ident!r}: efficiency key {k!r} is not a GPU count") from None
         if isinstance(k, (bool, float)) or n < 1:
             raise ValueError(f"demand {ident!r}: efficiency key {k!r} must be a positive integer")
-        if isinstance(v, bool) or not isinstance(v, _REAL) or not math.isfinite(v) or not 0 < v <= 1:
+        if isinstance(v, bool) or not isinstance(v, Real) or not math.isfinite(v) or not 0 < v <= 1:
             raise ValueError(f"demand {ident!r}: efficiency at {k!r} must be a number in (0, 1], got {v!r}")
         out[n] = float(v)
     return out
@@ -50,6 +45,10 @@ def check_efficiency(efficiency: Any, ident: Any = None) -> dict[int, float]:
 def goodput_points(throughput: dict, efficiency: Any, explore: int, ident: Any = None) -> dict[int, float]:
     """``{gpus: goodput}`` of a job with measured ``throughput`` and ``efficiency`` (see the module
     docstring); sizes of the map past ``explore`` times the largest measured size are left out."""
+    # numpy is imported here, not with the module: the job record's checks (lifecycle) use this
+    # module, and every command imports those
+    from .throughput import fit_arrays, points
+
     eff = check_efficiency(efficiency, ident)
     ns, y = points(throughput, ident)
     if not len(ns):
