@@ -1,16 +1,17 @@
 """A scaled-down trace on a live local cluster: average JCT under goodput, fairshare and Tiresias-like static sizing.
 
 The same trace runs three times, one schedule after the other, each on a fresh cluster of
-``SLOTS`` CPU slots: seven ElasticTrainer jobs arriving over 80 s, of two kinds whose
-throughput scales differently with their learners, and of lengths from about 20 to 210
-learner-seconds of work on one learner (several minutes a schedule).
+``SLOTS`` CPU slots: seven ElasticTrainer jobs arriving over 100 s, of two kinds whose
+throughput scales differently with their learners, and of lengths from about 18 to 150 seconds
+of training on one learner (four minutes or so a schedule, with the jobs' start-up).  The
+longest job is a small model that does not scale: a share of the slots is wasted on it.
 
 * Step cost: each job's loss takes as long as a model of its kind would (``StepCost``):
   ``fixed + per_sample * local_batch + sync * (learners - 1)`` seconds a step, slept, so the
   learners of several jobs share the machine's two cores without taking them from each other.
   ``scalable`` (a large model: most of the step is per-sample compute) speeds up about 2.9x
-  on 4 learners; ``flat`` (a small model: a fixed step cost and more synchronisation) about
-  1.1x on 2 and slower past 3.
+  on 4 learners; ``flat`` (a small model: a fixed step cost and more synchronisation) 1.05x
+  on 2 and slower from 3 on.
 * ``goodput``: the service's goodput policy (attained service from the GPU timelines, its first
   queue scaled to ``QUEUE_S`` GPU-seconds as the jobs are scaled down, throughput measured by the
   jobs); jobs elastic between 1 and ``SLOTS`` learners.
@@ -27,7 +28,8 @@ JCT is from the job's arrival (its submission; for ``tiresias`` the trace's arri
 ``finished_at``. Rows: goodput's average JCT against fairshare's and against tiresias's (goal:
 below both, ratio < 1), each schedule's makespan, and the machine's load.
 
-Run: ``python bench/bench_live_trace.py`` (``--quick``: 3 jobs, about 3 minutes in all).
+Run: ``python bench/bench_live_trace.py`` (``--quick``: 3 jobs, about 3 minutes in all;
+``--timelines``: print every job's measured throughput and GPU timeline under each schedule).
 """
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from table import format_table  # noqa: E402
 
 SLOTS = 4
-QUEUE_S = 90.0
+QUEUE_S = 60.0
 BATCH = 64
 N_TRAIN = 640  # 10 steps an epoch at the global batch of 64
 KINDS = {  # (fixed s, s per sample of the local batch, s per further learner)
@@ -55,13 +57,13 @@ KINDS = {  # (fixed s, s per sample of the local batch, s per further learner)
 }
 # (arrival s, name, kind, epochs, learners requested under static sizing)
 TRACE = [
-    (0, "long-a", "scalable", 80, 4),
-    (10, "short-b", "flat", 25, 2),
-    (20, "mid-c", "scalable", 30, 2),
-    (35, "short-d", "scalable", 12, 2),
-    (50, "short-e", "flat", 20, 1),
-    (65, "long-f", "scalable", 60, 4),
-    (80, "short-g", "scalable", 12, 2),
+    (0, "long-a", "flat", 160, 2),
+    (10, "short-b", "scalable", 12, 2),
+    (25, "mid-c", "scalable", 30, 4),
+    (45, "short-d", "scalable", 10, 2),
+    (60, "short-e", "flat", 20, 1),
+    (80, "long-f", "scalable", 50, 4),
+    (100, "short-g", "scalable", 10, 2),
 ]
 QUICK = [(0, "long-a", "scalable", 24, 4), (6, "short-b", "scalable", 4, 2), (12, "short-c", "flat", 6, 1)]
 SCHEDULES = ("goodput", "fairshare", "tiresias")
@@ -115,7 +117,7 @@ def job_parameters(kind: str, epochs: int, lo: int, hi: int) -> dict:
 def _finished_at(job) -> float | None:
     from nbrunner.core.models import parse_time
 
-    rec = job.refresh().record
+    rec = job.record
     if rec.status in ("completed", "failed", "cancelled"):
         if rec.status != "completed":
             raise RuntimeError(f"job {rec.name} {rec.status}: {rec.error}")
@@ -123,8 +125,9 @@ def _finished_at(job) -> float | None:
     return None
 
 
-def run_schedule(schedule: str, trace: list, ws: Path) -> dict[str, float]:
-    """JCT (s) of every job of ``trace`` under ``schedule``, and ``"makespan"``."""
+def run_schedule(schedule: str, trace: list, ws: Path, show: bool = False) -> dict[str, float]:
+    """JCT (s) of every job of ``trace`` under ``schedule``, ``"makespan"`` and ``"slots held"`` (the
+    mean fraction of the slots held); ``show``: print each job's throughput and GPU timeline."""
     import nbrunner
 
     policy = {"tiresias": "priority"}.get(schedule, schedule)
@@ -133,6 +136,7 @@ def run_schedule(schedule: str, trace: list, ws: Path) -> dict[str, float]:
         pending = sorted(trace)
         running: dict[str, tuple] = {}  # name -> (job, arrival wall time, requested learners)
         jct: dict[str, float] = {}
+        used: list[int] = []
         t0 = last = time.time()
         while pending or running:
             now = time.time() - t0
@@ -148,6 +152,8 @@ def run_schedule(schedule: str, trace: list, ws: Path) -> dict[str, float]:
                 running[name] = (job, t0 + at, req)
                 free -= req
                 pending.remove(item)
+            held = sum(job.refresh().record.gpus for job, _, _ in running.values())
+            used.append(held)
             for name, (job, arrival, _) in list(running.items()):
                 end = _finished_at(job)
                 if end is not None:
@@ -156,10 +162,21 @@ def run_schedule(schedule: str, trace: list, ws: Path) -> dict[str, float]:
                     del running[name]
             time.sleep(0.25)
         jct["makespan"] = last - t0
+        jct["slots held"] = sum(used) / len(used) / SLOTS
+        if show:
+            _show_timelines(schedule, cluster)
     return jct
 
 
-def run(trace: list | None = None) -> list[dict]:
+def _show_timelines(schedule: str, cluster) -> None:
+    """Each job's measured samples/s by learner count and its GPU timeline (mm:ss, GPUs)."""
+    for job in sorted(cluster.jobs(), key=lambda j: j.record.created_at):
+        r = job.record
+        print(f"{schedule} {r.name}: samples/s {({k: round(v) for k, v in sorted(r.throughput.items())})}, "
+              f"GPUs {[(p['t'][14:19], p['gpus']) for p in job.timeline()]}", flush=True)
+
+
+def run(trace: list | None = None, show: bool = False) -> list[dict]:
     from support import make_notebook
 
     trace = TRACE if trace is None else trace
@@ -167,12 +184,12 @@ def run(trace: list | None = None) -> list[dict]:
     for schedule in SCHEDULES:  # each on a fresh cluster in a workspace of its own
         ws = Path(tempfile.mkdtemp(prefix="nbtrace", dir="/tmp"))
         make_notebook(ws / "train.ipynb", SETUP, parameters=PARAMS)
-        results[schedule] = run_schedule(schedule, trace, ws)
+        results[schedule] = run_schedule(schedule, trace, ws, show)
         loads.append(os.getloadavg()[0])
         shutil.rmtree(ws, ignore_errors=True)
     names = [name for _, name, *_ in trace]
     print("| job | " + " | ".join(SCHEDULES) + " |\n|---|" + "---:|" * len(SCHEDULES))
-    for name in names + ["makespan"]:
+    for name in names + ["makespan", "slots held"]:
         print(f"| {name} | " + " | ".join(f"{results[s][name]:.1f}" for s in SCHEDULES) + " |")
     avg = {s: statistics.mean(results[s][n] for n in names) for s in SCHEDULES}
     load = f"load {statistics.mean(loads):.1f} on {os.cpu_count()} cores"
@@ -192,4 +209,4 @@ def run(trace: list | None = None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    print(format_table(run(QUICK if "--quick" in sys.argv else TRACE)))
+    print(format_table(run(QUICK if "--quick" in sys.argv else TRACE, "--timelines" in sys.argv)))

@@ -128,7 +128,10 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     ``thresholds``: the queues' (default :data:`QUEUE_THRESHOLDS`).
     """
     attained = attained_array(adm_demands, adm_ids)
-    thr = [_measured(d, ident) for d, ident in zip(adm_demands, adm_ids)]
+    thr = [d.get("throughput") or {} for d in adm_demands]
+    adapting = [i for i, d in enumerate(adm_demands) if d.get("efficiency") is not None]
+    for i in adapting:  # fitted to their goodput (throughput x efficiency)
+        thr[i] = _goodput_of(adm_demands[i], adm_ids[i])
     measured = np.fromiter((len(t) > 0 for t in thr), dtype=bool, count=len(thr))
     midx = np.flatnonzero(measured)
     for i in midx.tolist():
@@ -138,8 +141,12 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     cur = np.zeros(len(m), dtype=np.int64)
     rho = np.zeros(len(m))
     if len(midx):
-        coef[midx], _ = fit_arrays([points(thr[i], adm_ids[i]) for i in midx])
-        max_seen = np.fromiter((_largest(adm_demands[i]) for i in midx), dtype=np.int64, count=len(midx))
+        coef[midx], max_seen = fit_arrays([points(thr[i], adm_ids[i]) for i in midx])
+        if adapting:  # their largest size run, not the largest of their goodput points
+            row = {i: r for r, i in enumerate(midx.tolist())}
+            for i in adapting:
+                if i in row:
+                    max_seen[row[i]] = max(int(k) for k in adm_demands[i]["throughput"])
         held = np.fromiter((d.get("gpus", 0) if d.get("running", False) else 0 for d in (adm_demands[i] for i in midx)),
                            dtype=np.int64, count=len(midx))
         # Most each measured job may reach: 2x its largest measured size, or what it holds now (measured soon).
@@ -178,21 +185,13 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     return x
 
 
-def _measured(d: dict, ident: Any) -> dict:
-    """The points the job's model is fitted to: its throughput, or with ``efficiency`` its goodput."""
-    thr = d.get("throughput") or {}
-    eff = d.get("efficiency")
-    if eff is None:
-        return thr
+def _goodput_of(d: dict, ident: Any) -> dict:
+    """The points a batch-adapting job's model is fitted to: its goodput (validated)."""
+    thr, eff = d.get("throughput") or {}, d["efficiency"]
     if thr:
         return goodput_points(thr, eff, EXPLORE_FACTOR, ident)
     check_efficiency(eff, ident)  # validated even before the job measured anything
     return thr
-
-
-def _largest(d: dict) -> int:
-    """Largest GPU count the job has run at (its throughput's keys, validated already)."""
-    return max(int(k) for k in d["throughput"])
 
 
 def _efficient_size(coef: np.ndarray, floor: float, cap: np.ndarray) -> np.ndarray:

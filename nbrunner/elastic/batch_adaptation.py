@@ -19,7 +19,7 @@ backpropagates them one after the other (the gradients add up to the whole batch
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
