@@ -33,6 +33,7 @@ Run: ``python bench/bench_live_trace.py`` (``--quick``: 3 jobs, about 3 minutes 
 """
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import statistics
@@ -209,4 +210,9 @@ def run(trace: list | None = None, show: bool = False) -> list[dict]:
 
 
 if __name__ == "__main__":
-    print(format_table(run(QUICK if "--quick" in sys.argv else TRACE, "--timelines" in sys.argv)))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="3 jobs, about 3 minutes in all")
+    ap.add_argument("--timelines", action="store_true",
+                    help="print every job's measured throughput and GPU timeline under each schedule")
+    args = ap.parse_args()
+    print(format_table(run(QUICK if args.quick else TRACE, args.timelines)))
