@@ -28,7 +28,8 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    * in queue 0, measured jobs get the GPUs one at a time by the largest
      weighted marginal gain ``priority * (1/S(x) - 1/S(x+1))`` (Pollux's
      fairness-weighted speedup, a power mean with p = -1: concave here, so the
-     greedy is optimal; ties to the earlier job), never past their max, their
+     greedy is optimal; ties, equal up to rounding (:data:`TIE_RTOL`), to the
+     earlier job), never past their max, their
      peak or ``2 x`` their largest measured size (:data:`EXPLORE_FACTOR`; or
      their current size, if larger), so a job measured at one size (modelled as
      scaling linearly from there) grows step by step and is measured on the way;
@@ -92,6 +93,8 @@ EFFICIENCY_FLOOR = 0.85
 """Least speedup per GPU, ``S(n) / n``, of a long job's efficient size (queues after the first)."""
 HORIZON_S = 300.0
 EXPLORE_FACTOR = 2
+TIE_RTOL = 1e-9
+"""Marginal gains this close (relative) are a tie, given to the earlier job: float noise decides nothing."""
 _REAL = (int, float, np.integer, np.floating)
 
 
@@ -256,8 +259,10 @@ def _greedy(pool: int, base: np.ndarray, cap: np.ndarray, coef: np.ndarray, w: n
     if len(cand) > pool:
         g = gain[cand]
         thresh = np.partition(g, len(g) - pool)[len(g) - pool]
-        above = cand[g > thresh]
-        tie = cand[g == thresh]
+        # Gains equal up to rounding (the same speedup fitted from other points) are ties.
+        near = np.abs(g - thresh) <= TIE_RTOL * thresh
+        above = cand[(g > thresh) & ~near]
+        tie = cand[near]
         tie = tie[np.lexsort((k[tie], job[tie]))][: pool - len(above)]
         cand = np.concatenate((above, tie))
     return np.bincount(job[cand], minlength=len(base)).astype(np.int64)
