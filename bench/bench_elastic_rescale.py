@@ -15,7 +15,6 @@ pair of rows gives the wall-clock view: the whole resized run minus a static 2-l
 of the same steps, corrected for the steps that ran at 1 learner."""
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 

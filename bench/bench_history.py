@@ -23,8 +23,8 @@ from loadgen import call, jupyter_server  # noqa: E402
 GOAL_P99_S = 0.050
 
 
-def fill(store, n: int, seed: int = 0) -> float:
-    """Write ``n`` finished job records; returns the seconds it took."""
+def fill(store, n: int, seed: int = 0, owners: tuple[str, ...] = ("alice", "bob", "carol", "dan")) -> float:
+    """Write ``n`` finished job records (of ``owners``); returns the seconds it took."""
     from nbrunner.control.submit import new_id
     from nbrunner.core.indexes import index_status
     from nbrunner.core.keys import JOBS, job_key
@@ -42,7 +42,7 @@ def fill(store, n: int, seed: int = 0) -> float:
             rec = JobRecord(
                 id=new_id(), name=f"digits lr={rng.choice((0.01, 0.05, 0.1))} #{i}", notebook="/home/user/digits.ipynb",
                 parameters={"EPOCHS": rng.randint(1, 20), "LR": rng.choice((0.01, 0.05, 0.1)), "SEED": i},
-                status=status, owner=rng.choice(("alice", "bob", "carol", "dan")), max_gpus=rng.choice((0, 1, 2, 4)),
+                status=status, owner=rng.choice(owners), max_gpus=rng.choice((0, 1, 2, 4)),
                 created_at=datetime.fromtimestamp(created, timezone.utc).isoformat(timespec="milliseconds"),
                 started_at=start.isoformat(timespec="milliseconds"), finished_at=end.isoformat(timespec="milliseconds"),
                 output=f"/home/user/runs/x{i}/output.ipynb", progress=1.0 if status == "completed" else rng.random(),

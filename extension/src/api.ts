@@ -77,8 +77,15 @@ async function requestAPI<T>(
 
 const enc = encodeURIComponent;
 
-export function listJobs(status?: string): Promise<IJobList> {
-  return requestAPI<IJobList>('jobs', {}, query({ status }));
+export function listJobs(status?: string, limit?: number): Promise<IJobList> {
+  return requestAPI<IJobList>('jobs', {}, query({ status, limit }));
+}
+
+/** A page of jobs: `params` from `pageParams` (job-table.ts). */
+export function listJobsPage(params: {
+  [key: string]: string | number | undefined;
+}): Promise<IJobList> {
+  return requestAPI<IJobList>('jobs', {}, query(params));
 }
 
 export function getJob(id: string): Promise<IJob> {
@@ -169,7 +176,7 @@ export async function deleteSchedule(id: string): Promise<void> {
 }
 
 /** The runs (jobs) of a schedule, newest first. */
-export function listScheduleRuns(id: string, limit = 200): Promise<IJobList> {
+export function listScheduleRuns(id: string, limit = 50): Promise<IJobList> {
   return requestAPI<IJobList>('jobs', {}, query({ schedule: id, limit }));
 }
 
@@ -205,6 +212,15 @@ export function downloadUrl(id: string, format: DownloadFormat): string {
 
 export function listModels(): Promise<IModelList> {
   return requestAPI<IModelList>('models');
+}
+
+/** Which of these jobs saved a model (they can be registered). */
+export async function jobsWithModel(ids: string[]): Promise<string[]> {
+  if (ids.length === 0) {
+    return [];
+  }
+  const answer = await requestAPI<IModelList>('models', {}, query({ jobs: ids.join(',') }));
+  return answer.jobs_with_model ?? [];
 }
 
 /** Register the model job `job` saved as the next version of `name`. */

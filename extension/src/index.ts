@@ -26,6 +26,7 @@ import {
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
+import { sharedChannel } from './channel';
 import { ClusterView } from './components/ClusterView';
 import { clusterIcon, jobsIcon, logIcon, runJobIcon } from './icons';
 import { JobsPanel } from './components/JobsPanel';
@@ -40,6 +41,7 @@ import { IJob } from './types';
 export namespace CommandIDs {
   export const runAsJob = 'nbrunner:run-as-job';
   export const openJobs = 'nbrunner:open-jobs';
+  export const openJobsTable = 'nbrunner:open-jobs-table';
   export const openCluster = 'nbrunner:open-cluster';
   export const openLog = 'nbrunner:open-log';
   export const openOutput = 'nbrunner:open-output';
@@ -97,9 +99,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
   ) => {
     const { commands, shell } = app;
 
-    // --- Jobs panel (and the Models panel its rows register models into) ----
+    // --- The push channel every view follows; the Jobs panel (and the Models panel its
+    // rows register models into) ---------------------------------------------
+    const channel = sharedChannel();
     const models = addModelsPanel(app, restorer, palette);
-    const panel = new JobsPanel({
+    const panelOptions: JobsPanel.IOptions = {
+      channel,
       models,
       openLog: job =>
         void commands.execute(CommandIDs.openLog, { id: job.id, name: job.name }),
@@ -113,15 +118,21 @@ const plugin: JupyterFrontEndPlugin<void> = {
         void commands.execute(JobPageCommandIDs.openJob, { id: job.id, name: job.name }),
       openCluster: () => void commands.execute(CommandIDs.openCluster),
       openSchedules: () => void commands.execute(ScheduleCommandIDs.openSchedules)
+    };
+    const panel = new JobsPanel({
+      ...panelOptions,
+      openWide: () => void commands.execute(CommandIDs.openJobsTable)
     });
     shell.add(panel, 'left', { rank: 650, type: 'nbrunner jobs' });
     if (restorer) {
       restorer.add(panel, 'nbrunner-jobs-panel');
     }
 
-    const revealPanel = (job?: IJob) => {
+    const revealPanel = (job?: IJob, sweep?: string) => {
       shell.activateById(panel.id);
-      void panel.refresh();
+      if (sweep !== undefined) {
+        panel.filter({ sweep });
+      }
       if (job) {
         panel.highlight(job.id);
       }
@@ -129,17 +140,26 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     // --- Job pages, read-only outputs, notifications when jobs end ----------
     const notifier = new JobNotifier({
+      channel,
       openJob: (id, name) =>
         void commands.execute(JobPageCommandIDs.openJob, { id, name: name ?? id }),
       revealJobs: () => revealPanel()
     });
     activateJobPages(app, restorer, {
+      channel,
       openLog: job =>
         void commands.execute(CommandIDs.openLog, { id: job.id, name: job.name }),
-      refreshJobs: () => void panel.refresh(),
+      refreshJobs: () => {
+        if (!channel.live) {
+          void panel.refresh(); // the channel brings the change otherwise
+        }
+      },
       submitted: job => notifier.watch(job)
     });
-    void app.restored.then(() => notifier.start());
+    void app.restored.then(() => {
+      notifier.start();
+      channel.start();
+    });
 
     // --- Run as job ---------------------------------------------------------
     const submitted = (created: Created | null) => {
@@ -156,7 +176,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         Notification.success(`Sweep ${created.sweep.id} started: ${n} trials.`, {
           autoClose: 6000
         });
-        revealPanel();
+        revealPanel(undefined, created.sweep.id);
         return;
       }
       if (!created) {
@@ -258,9 +278,27 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // --- Other commands -----------------------------------------------------
     commands.addCommand(CommandIDs.openJobs, {
       label: 'Show nbrunner jobs',
-      caption: 'Open the nbrunner Jobs panel',
+      caption: 'Open the nbrunner Jobs panel (args: {sweep?}: the trials of that sweep)',
       icon: jobsIcon,
-      execute: () => revealPanel()
+      execute: args => revealPanel(undefined, (args.sweep as string | undefined) ?? undefined)
+    });
+
+    // The jobs table in the main area: the same panel, full width.
+    let wide: JobsPanel | null = null;
+    commands.addCommand(CommandIDs.openJobsTable, {
+      label: 'Open nbrunner jobs table',
+      caption: 'The jobs table in a main-area tab, full width',
+      icon: jobsIcon,
+      execute: () => {
+        if (!wide || wide.isDisposed) {
+          wide = new JobsPanel({ ...panelOptions, openWide: undefined, area: 'main' });
+        }
+        if (!wide.isAttached) {
+          shell.add(wide, 'main');
+        }
+        shell.activateById(wide.id);
+        return wide;
+      }
     });
 
     const logs = new WidgetTracker<MainAreaWidget<JobLogView>>({
@@ -321,7 +359,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       icon: clusterIcon,
       execute: () => {
         if (!cluster || cluster.isDisposed) {
-          const content = new ClusterView();
+          const content = new ClusterView({ channel });
           cluster = new MainAreaWidget({ content });
           cluster.id = 'nbrunner-cluster-widget';
           cluster.addClass('nbrunner-ClusterWidget');
@@ -349,6 +387,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       const category = 'nbrunner';
       palette.addItem({ command: CommandIDs.runAsJob, category });
       palette.addItem({ command: CommandIDs.openJobs, category });
+      palette.addItem({ command: CommandIDs.openJobsTable, category });
       palette.addItem({ command: CommandIDs.openCluster, category });
     }
   }

@@ -8,6 +8,7 @@ import { MainAreaWidget, Notification, WidgetTracker } from '@jupyterlab/apputil
 import { notebookIcon } from '@jupyterlab/ui-components';
 
 import { cancelJob, deleteJob, errorMessage, getJob } from './api';
+import { PushChannel } from './channel';
 import { confirmCancel } from './components/confirmCancel';
 import { confirmDanger } from './components/confirmDanger';
 import { JobPage } from './components/JobPage';
@@ -22,6 +23,7 @@ export namespace JobPageCommandIDs {
 }
 
 export interface IJobPagesOptions {
+  channel: PushChannel;
   openLog: (job: IJob) => void;
   /** Refresh the Jobs panel (a job was created or deleted). */
   refreshJobs: () => void;
@@ -132,6 +134,7 @@ export function activateJobPages(
         return existing;
       }
       const content = new JobPage({
+        channel: options.channel,
         id,
         name: (args.name as string | undefined) ?? undefined,
         actions

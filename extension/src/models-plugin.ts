@@ -5,7 +5,7 @@
 import { ILayoutRestorer, JupyterFrontEnd } from '@jupyterlab/application';
 import { ICommandPalette, Notification } from '@jupyterlab/apputils';
 
-import { listModels } from './api';
+import { jobsWithModel } from './api';
 import { registerJobModel } from './components/registerModel';
 import { ModelsPanel } from './components/ModelsPanel';
 import { modelsIcon } from './icons';
@@ -15,7 +15,8 @@ export const OPEN_MODELS = 'nbrunner:open-models';
 
 /** What the Jobs panel needs to offer "Register model". */
 export interface IModelActions {
-  jobsWithModel: () => Promise<string[]>;
+  /** Which of these jobs saved a model. */
+  jobsWithModel: (ids: string[]) => Promise<string[]>;
   register: (job: IJob) => void;
 }
 
@@ -46,7 +47,7 @@ export function addModelsPanel(
   palette?.addItem({ command: OPEN_MODELS, category: 'nbrunner' });
 
   return {
-    jobsWithModel: async () => (await listModels()).jobs_with_model ?? [],
+    jobsWithModel,
     register: (job: IJob) =>
       void registerJobModel(job).then(entry => {
         if (!entry) {

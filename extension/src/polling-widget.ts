@@ -1,7 +1,8 @@
 /**
  * The lifecycle shared by the views that refresh themselves (Jobs and Models panels,
- * Schedules view, job pages, cluster view): a Poller that runs only while the widget is
- * visible, a refresh on show and on attach, and coalesced refreshes.
+ * Schedules view, job pages, cluster view): a refresh on show and on attach, coalesced
+ * refreshes, and a Poller that runs while the widget is visible and `polls()` says so (the
+ * views the push channel keeps up to date poll only while it cannot be opened).
  */
 import { ReactWidget } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
@@ -14,7 +15,7 @@ export abstract class PollingWidget extends ReactWidget {
     super();
     this.poller = new Poller({
       interval,
-      active: () => this.isVisible,
+      active: () => this.isVisible && this.polls(),
       tick: () => this.refresh()
     });
   }
@@ -50,6 +51,11 @@ export abstract class PollingWidget extends ReactWidget {
   dispose(): void {
     this.poller.dispose();
     super.dispose();
+  }
+
+  /** Whether the timer refreshes the widget now (always, unless a view says otherwise). */
+  protected polls(): boolean {
+    return true;
   }
 
   /** Read the server into the widget's state (rendering is done by `refresh`). */

@@ -17,6 +17,7 @@ import { IDocumentManager } from '@jupyterlab/docmanager';
 import { IDefaultFileBrowser, IFileBrowserFactory } from '@jupyterlab/filebrowser';
 
 import { errorMessage } from './api';
+import { sharedChannel } from './channel';
 import { runJobIcon } from './icons';
 import { scheduleIcon, SchedulesView } from './components/SchedulesView';
 import { editSchedule, runAsJob } from './run-as-job';
@@ -57,6 +58,7 @@ export const schedulesPlugin: JupyterFrontEndPlugin<void> = {
       execute: args => {
         if (!view || view.isDisposed) {
           const content = new SchedulesView({
+            channel: sharedChannel(),
             openLog: job =>
               void commands.execute('nbrunner:open-log', { id: job.id, name: job.name }),
             openOutput: job =>
@@ -128,7 +130,7 @@ export const schedulesPlugin: JupyterFrontEndPlugin<void> = {
             Notification.success(`Sweep ${created.sweep.id} started: ${n} trials.`, {
               autoClose: 6000
             });
-            await commands.execute('nbrunner:open-jobs');
+            await commands.execute('nbrunner:open-jobs', { sweep: created.sweep.id });
           }
         } catch (error) {
           Notification.error(`Could not start the sweep: ${errorMessage(error)}`, {

@@ -72,6 +72,10 @@ class LocalBackend:
     def count(self, status: str | None = None) -> int:
         return self.api.count(self.caller, status)
 
+    def job_changes(self) -> "JobChanges":
+        """The job changes from now on (``nbrunner jobs --watch``), read from the event stream."""
+        return JobChanges(self.store)
+
     def submit(self, request: dict[str, Any], owner: str | None = None, groups: Sequence[str] = ()) -> JobRecord:
         return self.api.submit(self._as(owner, groups), request, base=Path.cwd())
 
@@ -185,3 +189,22 @@ class LocalBackend:
         from ..serving.registry import list_models
 
         return list_models(self.settings)
+
+
+class JobChanges:
+    """The job changes of a cluster's event stream after the moment it is made, in the push
+    channel's form (``{"job": record}`` or ``{"id", "deleted": true}``)."""
+
+    def __init__(self, store: JobStore):
+        from ..control.changes import ChangeFeed
+
+        self.feed = ChangeFeed(store)
+        self.position = self.feed.position()
+
+    def read(self, block_s: float) -> list[dict[str, Any]]:
+        """The next changes, waiting up to ``block_s`` seconds for one ([] if none came)."""
+        self.position, changes = self.feed.read(self.position, block_s=block_s or None)
+        return [c.data for c in changes if c.kind == "job"]
+
+    def close(self) -> None:
+        pass

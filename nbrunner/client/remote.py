@@ -17,6 +17,7 @@ import getpass
 import http.client
 import json
 import os
+import queue
 import re
 import threading
 import time
@@ -196,6 +197,10 @@ class RemoteBackend:
             if limit is not None or cursor is None:
                 return out, cursor
 
+    def job_changes(self) -> "ServiceJobChanges":
+        """The job changes from now on (``nbrunner jobs --watch``), from the service's push channel."""
+        return ServiceJobChanges(self.client)
+
     def count(self, status: str | None = None) -> int:
         """How many jobs the caller sees (in ``status``): the service counts (``Prefer: count=exact``)."""
         response = self.client.open("GET", "jobs", query={"status": status, "limit": 1},
@@ -335,6 +340,83 @@ class RemoteBackend:
         from ..serving.registry import public
 
         return [public(m) for m in self._call("GET", "models")["models"]]
+
+
+class ServiceJobChanges:
+    """The job changes the caller may see, from the service's push channel (``GET /events``, read
+    by a thread; a dropped connection is opened again with ``Last-Event-ID``, so nothing is
+    missed or repeated).  Ready once the service has taken the subscription."""
+
+    def __init__(self, client: ServiceClient):
+        self.client = ServiceClient(client.url, client.token, timeout=SERVICE_TIMEOUT_S)  # its own connection
+        self.changes: queue.Queue[dict[str, Any] | BaseException] = queue.Queue()
+        self.last_id: str | None = None
+        self.closed = False
+        self.ready = threading.Event()
+        threading.Thread(target=self._run, name="nbrunner-events", daemon=True).start()
+        if not self.ready.wait(SERVICE_TIMEOUT_S):
+            raise NoCluster(f"the nbrunner service at {client.url} did not open its push channel")
+        if not self.changes.empty() and isinstance(self.changes.queue[0], BaseException):
+            raise self.changes.get()
+
+    def read(self, block_s: float) -> list[dict[str, Any]]:
+        """The next changes, waiting up to ``block_s`` seconds for one ([] if none came)."""
+        out: list[dict[str, Any]] = []
+        try:
+            item = self.changes.get(timeout=block_s) if block_s else self.changes.get_nowait()
+            while True:
+                if isinstance(item, BaseException):
+                    raise item
+                out.append(item)
+                item = self.changes.get_nowait()
+        except queue.Empty:
+            return out
+
+    def close(self) -> None:
+        self.closed = True
+        self.client.close()
+
+    def _run(self) -> None:
+        while not self.closed:
+            try:
+                headers = {"Accept": "text/event-stream", **({"Last-Event-ID": self.last_id} if self.last_id else {})}
+                response = self.client.open("GET", "events", headers=headers)
+                if response.status >= 300:
+                    raise self.client.error(response, response.read())
+                self._messages(response)
+            except NbrunnerError as exc:
+                if not self.ready.is_set():
+                    self.changes.put(exc)
+                    self.ready.set()
+                    return
+            except (OSError, http.client.HTTPException):
+                pass
+            self.client.close()
+            time.sleep(0.5)  # then resume where the stream broke off
+
+    def _messages(self, response: http.client.HTTPResponse) -> None:
+        event, data, event_id = "message", [], None
+        for raw in response:
+            line = raw.decode("utf-8").rstrip("\r\n")
+            if line:
+                field, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if field == "event":
+                    event = value
+                elif field == "data":
+                    data.append(value)
+                elif field == "id":
+                    event_id = value
+                continue
+            if event_id is not None:
+                self.last_id = event_id
+            if event == "ready":
+                self.ready.set()
+            elif event == "job" and data:
+                self.changes.put(json.loads("\n".join(data)))
+            elif event == "reload":
+                self.changes.put({"reload": True})
+            event, data, event_id = "message", [], None
 
 
 def _no_owner(owner: str | None, groups: Sequence[str] = ()) -> None:

@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.config import PAGE_READ_BATCH
+from ..core.changes import HIDDEN_JOB
+from ..core.config import MAX_FILTER, PAGE_READ_BATCH
 from ..core.errors import Forbidden, InvalidRequest, NotFound
 from ..core.identity import Caller
 from ..core.keys import POLICY
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from ..core.sweeps.trials import SweepRecord
 
 
-HIDDEN_JOB = "(another user's job)"  # in GET /cluster, for a slot held by a job the caller does not see
+ORDERS = ("newest", "oldest")  # the orders of GET /jobs, by creation time
 
 
 class ClusterAPI:
@@ -55,15 +56,34 @@ class ClusterAPI:
         return rec
 
     def jobs(self, caller: Caller, status: str | None = None, limit: int | None = None, cursor: str | None = None,
-             schedule: str | None = None, sweep: str | None = None) -> tuple[list[JobRecord], str | None]:
-        """A page of the jobs the caller sees, newest first, and the cursor of the next page."""
+             schedule: str | None = None, sweep: str | None = None, owner: str | None = None,
+             name: str | None = None, order: str = "newest", after: str | None = None,
+             ) -> tuple[list[JobRecord], str | None]:
+        """A page of the jobs the caller sees, newest first (``order="oldest"``: oldest first), and
+        the cursor of the next page.  Filters: ``status``, ``schedule``, ``sweep``, ``owner`` (a
+        user other than the caller finds nothing unless the caller is an admin) and ``name`` (a
+        part of the job's name, any case).  The page starts at ``cursor``, or just after the job
+        ``after`` (one the caller sees)."""
+        if after is not None:
+            if cursor is not None:
+                raise InvalidRequest("give cursor or after, not both")
+            cursor = self.store.cursor_after(after) if isinstance(after, str) and after.isalnum() else None
+            if cursor is None or not caller.sees(self.store.get(after).owner):
+                raise InvalidRequest(f"after must be the id of a job of the listing, got {str(after)[:40]!r}")
         if status is not None and status not in STATUSES:
             raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
-        owner = caller.owner_filter
-        where = None if owner is None and schedule is None and sweep is None else (
-            lambda r: (owner is None or r.owner == owner) and (schedule is None or r.schedule == schedule)
-            and (sweep is None or r.sweep == sweep))
-        return self.store.page(status, limit, cursor, where=where)
+        if order not in ORDERS:
+            raise InvalidRequest(f"order must be one of {', '.join(ORDERS)}, got {str(order)[:20]!r}")
+        for what, value in (("owner", owner), ("q", name), ("schedule", schedule), ("sweep", sweep)):
+            if value is not None and (not isinstance(value, str) or len(value) > MAX_FILTER):
+                raise InvalidRequest(f"{what} must be text of at most {MAX_FILTER} characters")
+        mine = caller.owner_filter
+        wanted = {o for o in (mine, owner) if o is not None}
+        part = name.casefold() if name else None
+        where = None if not wanted and schedule is None and sweep is None and part is None else (
+            lambda r: all(r.owner == o for o in wanted) and (schedule is None or r.schedule == schedule)
+            and (sweep is None or r.sweep == sweep) and (part is None or part in r.name.casefold()))
+        return self.store.page(status, limit, cursor, where=where, oldest_first=order == "oldest")
 
     def count(self, caller: Caller, status: str | None = None) -> int:
         """How many jobs the caller sees (in ``status``): an admin's count reads no record."""

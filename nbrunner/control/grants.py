@@ -117,9 +117,11 @@ def sync_slots(store: JobStore, job_id: str) -> None:
 
 def free_slots(store: JobStore, job_id: str, reason: str) -> None:
     """Give back every slot the job holds, publish an empty grant and note it in the record."""
-    release(store.r, job_id, held_by(store.r, job_id), reason=reason)
+    freed = release(store.r, job_id, held_by(store.r, job_id), reason=reason)
     write_grant(store.r, job_id, [])
     sync_slots(store, job_id)
+    if freed:  # the record said so already (no event of its own): the scheduler and the cluster's views learn it now
+        store.emit("slots_freed", released=job_id)
 
 
 def append_timeline(r: redis.Redis, job_id: str, gpus: int) -> None:

@@ -226,14 +226,14 @@ def update_schedule(store: JobStore, settings: Settings, schedule_id: str, chang
 def delete_schedule(store: JobStore, schedule_id: str, settings: Settings | None = None) -> None:
     """Remove the schedule (its runs stay, as jobs) and, with ``settings``, its notebook snapshot.
     Raises NotFound."""
-    get_schedule(store, schedule_id)
+    rec = get_schedule(store, schedule_id)
     with store.r.pipeline() as p:
         p.delete(schedule_key(schedule_id))
         p.zrem(SCHEDULES, schedule_id)
         p.execute()
     if settings is not None:
         shutil.rmtree(snapshot_path(settings, schedule_id).parent, ignore_errors=True)
-    _emit(store, "schedule", schedule_id)
+    _emit(store, "schedule", schedule_id, owner=rec.owner)  # the record is gone: its owner is told
 
 
 def runs_of(store: JobStore, schedule_id: str) -> list:
@@ -294,7 +294,8 @@ def _fire(store: JobStore, settings: Settings, rec: ScheduleRecord) -> str | Non
     try:
         _change(store, rec.id, note)
     except NotFound:
-        pass
+        return job_id
+    _emit(store, "schedule", rec.id)  # its next and last run moved: the views of schedules follow
     return job_id
 
 

@@ -302,6 +302,14 @@ FORWARD_CONNECT_TIMEOUT_S = 10.0
 FORWARD_REQUEST_TIMEOUT_S = 24 * 3600.0
 #: Seconds between the polls of ``nbrunner logs --follow``.
 FOLLOW_POLL_S = 0.5
+#: Seconds between two redraws of ``nbrunner jobs --watch``'s table, at the quickest.
+WATCH_REDRAW_S = 0.2
+#: Seconds one read of ``nbrunner jobs --watch`` waits for a change.
+WATCH_WAIT_S = 4.0
+#: Seconds one blocked read of the event stream waits at most (redis-py times a read out after 5).
+EVENTS_MAX_BLOCK_S = 4.0
+#: Seconds without a change after which the push channel sends a heartbeat (and its position).
+PUSH_HEARTBEAT_S = 15.0
 
 # ---- sizes and batches ---------------------------------------------------------------------------
 
@@ -313,6 +321,10 @@ SLOTLOG_MAXLEN = 100_000
 EVENTS_READ_BATCH = 1000
 #: Records one read of a job index returns at most.
 PAGE_READ_BATCH = 1000
+#: Bytes waiting for one push-channel subscriber before it is disconnected (it resumes).
+PUSH_MAX_PENDING = 16 << 20
+#: Entries a reconnecting push-channel subscriber may be sent again; past that it reloads.
+PUSH_REPLAY_MAX = 5000
 #: Records one filtered page may read before it returns what it found (with a cursor).
 PAGE_SCAN_MAX = 20000
 #: Finished jobs one retention pass may remove.
@@ -338,6 +350,10 @@ MAX_DEPTH = 32
 MAX_PARAMETERS_BYTES = 256 * 1024
 #: Bytes of a REST request body.
 MAX_BODY = 1024 * 1024
+#: Characters of a listing's text filter (GET /jobs's owner, q, schedule and sweep).
+MAX_FILTER = 200
+#: Job ids one GET /models?jobs= checks.
+MAX_MODEL_JOBS = 500
 #: Nesting of a REST request body.
 MAX_BODY_DEPTH = 64
 #: Seconds of a job's wall time: 30 days.

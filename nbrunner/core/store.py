@@ -33,18 +33,20 @@ from .models import STATUSES, JobRecord
 
 INDEX_VERSION = "1"
 
-# Up to ARGV[1] members of the sorted set KEYS[1], newest first, with their scores and records
-# (ARGV[3] .. id), as a flat list.  With a cursor score ARGV[2], the members of that very score
-# come first, all of them (the caller keeps those whose id sorts below the cursor's), then the
-# older ones.
+# Up to ARGV[1] members of the sorted set KEYS[1] in the order of ARGV[4] ('zrevrange': newest
+# first; 'zrange': oldest first), with their scores and records (ARGV[3] .. id), as a flat list.
+# With a cursor score ARGV[2], the members of that very score come first, all of them (the caller
+# keeps those whose id sorts after the cursor's), then the following ones (up to ARGV[5]: -inf or
+# +inf).
 _PAGE = """
 local n = tonumber(ARGV[1])
 local items
 if ARGV[2] == '' then
-  items = redis.call('zrevrange', KEYS[1], 0, n - 1, 'WITHSCORES')
+  items = redis.call(ARGV[4], KEYS[1], 0, n - 1, 'WITHSCORES')
 else
-  items = redis.call('zrevrangebyscore', KEYS[1], ARGV[2], ARGV[2], 'WITHSCORES')
-  local rest = redis.call('zrevrangebyscore', KEYS[1], '(' .. ARGV[2], '-inf', 'WITHSCORES', 'LIMIT', 0, n)
+  local by = ARGV[4] .. 'byscore'
+  items = redis.call(by, KEYS[1], ARGV[2], ARGV[2], 'WITHSCORES')
+  local rest = redis.call(by, KEYS[1], '(' .. ARGV[2], ARGV[5], 'WITHSCORES', 'LIMIT', 0, n)
   for i = 1, #rest do items[#items + 1] = rest[i] end
 end
 local out = {}
@@ -245,9 +247,10 @@ class JobStore:
         return self.r.zcard(JOBS if status is None else status_index(status))
 
     def page(self, status: str | None = None, limit: int | None = None, cursor: str | None = None,
-             where: Callable[[JobRecord], bool] | None = None) -> tuple[list[JobRecord], str | None]:
-        """Up to ``limit`` records (None: all), newest first, after ``cursor``; returns them and
-        the cursor of the next page (None at the end).
+             where: Callable[[JobRecord], bool] | None = None,
+             oldest_first: bool = False) -> tuple[list[JobRecord], str | None]:
+        """Up to ``limit`` records (None: all), newest first (or ``oldest_first``), after ``cursor``;
+        returns them and the cursor of the next page (None at the end).
 
         ``status`` reads that status's index; ``where`` filters further (owner, schedule...): a
         page that reads ``PAGE_SCAN_MAX`` records without filling up returns early, with a cursor.
@@ -268,7 +271,7 @@ class JobStore:
                 size = min(PAGE_READ_BATCH, need - len(out))
             else:  # filtered: read ahead, but never past the scan budget
                 size = min(PAGE_READ_BATCH, PAGE_SCAN_MAX - scanned)
-            batch = self._after(key, pos, size)
+            batch = self._after(key, pos, size, oldest_first)
             if not batch:
                 break
             for job_id, score, raw in batch:
@@ -289,14 +292,21 @@ class JobStore:
             return [rec for rec, _ in out[:limit]], encode_cursor(*out[limit - 1][1])
         return [rec for rec, _ in out], None
 
-    def _after(self, key: str, pos: tuple[float, str] | None, n: int) -> list[tuple[str, float, str | None]]:
-        """Up to ``n`` (id, score, record text) of sorted set ``key``, newest first, after ``pos``
-        (one round trip)."""
+    def cursor_after(self, job_id: str) -> str | None:
+        """The cursor of the listing position just after the job ``job_id`` (None: no such job)."""
+        score = self.r.zscore(JOBS, job_id)
+        return None if score is None else encode_cursor(score, job_id)
+
+    def _after(self, key: str, pos: tuple[float, str] | None, n: int,
+               oldest_first: bool = False) -> list[tuple[str, float, str | None]]:
+        """Up to ``n`` (id, score, record text) of sorted set ``key``, newest (oldest) first, after
+        ``pos`` (one round trip)."""
         score, last = pos if pos is not None else ("", "")
-        flat = self._page_script(keys=[key], args=[n, repr(score) if pos is not None else "", job_key("")])
+        order = ("zrange", "+inf") if oldest_first else ("zrevrange", "-inf")
+        flat = self._page_script(keys=[key], args=[n, repr(score) if pos is not None else "", job_key(""), *order])
         rows = [(flat[i], float(flat[i + 1]), flat[i + 2]) for i in range(0, len(flat), 3)]
         if pos is not None:  # the first rows share the cursor's creation time: keep those after it (by id)
-            rows = [row for row in rows if row[1] != score or row[0] < last]
+            rows = [row for row in rows if row[1] != score or (row[0] > last if oldest_first else row[0] < last)]
         return rows[:n]
 
     def reindex(self, chunk: int = 1000) -> int:
@@ -334,7 +344,8 @@ class JobStore:
                     if raw is None:
                         p.reset()
                         raise NotFound(f"no job {job_id!r}")
-                    done = transition(self.load(job_id, raw), Purge())
+                    rec = self.load(job_id, raw)
+                    done = transition(rec, Purge())
                     p.multi()
                     p.delete(key, quarantine_key(job_id), *extra_keys)
                     p.zrem(JOBS, job_id)
@@ -342,7 +353,9 @@ class JobStore:
                         p.zrem(status_index(status), job_id)
                     p.zrem(FINISHED_AT, job_id)
                     p.srem(ACTIVE, job_id)
-                    p.xadd(EVENTS, {"type": done.event, "job": job_id}, maxlen=EVENTS_MAXLEN, approximate=True)
+                    # the owner: whoever follows the stream learns of the removal (the record is gone)
+                    p.xadd(EVENTS, {"type": done.event, "job": job_id, "owner": rec.owner}, maxlen=EVENTS_MAXLEN,
+                           approximate=True)
                     p.execute()
                     return done
                 except redis.WatchError:

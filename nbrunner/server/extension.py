@@ -57,7 +57,10 @@ class NbrunnerExtension(ExtensionApp):
         self.handlers.extend(routes())
 
     async def stop_extension(self) -> None:
-        """Stop the model servers this Jupyter server started."""
+        """Stop the model servers this Jupyter server started, and its push channel's reader."""
         servers = self.settings.get("nbrunner_model_servers")
         if servers is not None:
             servers.stop_all()
+        push = self.serverapp.web_app.settings.get("nbrunner_push")
+        if push is not None:
+            push.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,11 @@ from typing import Any
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.ioloop import IOLoop
+from tornado.iostream import StreamClosedError
 
 from ..control.api import ClusterAPI
 from ..control.job_files import DOWNLOADS, copy_file, download_file, download_name, zip_dir
-from ..core.config import IO_CHUNK_BYTES, JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BODY, MAX_CONTENT_BODY
+from ..core.config import IO_CHUNK_BYTES, JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BODY, MAX_CONTENT_BODY, MAX_MODEL_JOBS
 from ..core.errors import InvalidRequest, NbrunnerError, NotFound
 from ..core.identity import Caller, local_caller
 from ..core.limits import MAX_INT64, bad_input, loads_json
@@ -26,6 +28,7 @@ from ..core.models import STATUSES
 
 API = r"/nbrunner/api"
 ID = r"(?P<job_id>[a-z0-9]{1,32})"
+ID_RE = re.compile(r"[a-z0-9]{1,32}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -138,14 +141,18 @@ class JupyterRoute(APIHandler):
 class JobsHandler(BaseHandler):
     @web.authenticated
     def get(self) -> None:
+        """A page of jobs, newest first (``order=oldest``: oldest first), filtered by ``status``,
+        ``schedule``, ``sweep``, ``owner`` and ``q`` (a part of the name, any case)."""
         status = self.get_query_argument("status", None)
         if status is not None and status not in STATUSES:
             raise InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
         raw = self.get_query_argument("limit", str(JOBS_PAGE_DEFAULT))
         if not (raw.isascii() and raw.isdigit() and len(raw) <= 6 and 1 <= int(raw) <= JOBS_PAGE_MAX):
             raise InvalidRequest(f"limit must be an integer from 1 to {JOBS_PAGE_MAX}, got {raw[:20]!r}")
-        records, after = self.api.jobs(self.caller, status, int(raw), self.get_query_argument("cursor", None),
-                                       schedule=self.get_query_argument("schedule", None))
+        arg = self.get_query_argument
+        records, after = self.api.jobs(self.caller, status, int(raw), arg("cursor", None), schedule=arg("schedule", None),
+                                       sweep=arg("sweep", None), owner=arg("owner", None), name=arg("q", None),
+                                       order=arg("order", "newest"), after=arg("after", None))
         if "count=exact" in self.request.headers.get("Prefer", ""):  # what `nbrunner jobs` says it lists of
             self.set_header("X-Total-Count", str(self.api.count(self.caller, status)))
         self.reply({"jobs": [r.to_dict() for r in records], "next": after})
@@ -269,6 +276,36 @@ class OpenAPIHandler(BaseHandler):
         from .openapi import document
 
         self.reply(document(self.api_url))
+
+
+class EventsHandler(BaseHandler):
+    """``GET /events``: the push channel, server-sent events of the changes the caller may see
+    (:mod:`.push`)."""
+
+    _sub = None
+
+    @web.authenticated
+    async def get(self) -> None:
+        from .push import broadcaster, last_event_id, stream
+
+        last = last_event_id(self.request.headers.get("Last-Event-ID") or self.get_query_argument("last_event_id", None))
+        api = self.api
+        await self.in_thread(lambda: api.store)  # no cluster: a 503 now, before the stream starts
+        hub = broadcaster(self.settings, api)
+        self.set_header("Content-Type", "text/event-stream")
+        self.set_header("Cache-Control", "no-cache")
+        self.set_header("X-Accel-Buffering", "no")  # a proxy in front must not hold the stream back
+        self._sub = await hub.subscribe(self.caller, last)
+        await stream(self, hub, self._sub)
+        try:
+            self.finish()
+        except StreamClosedError:
+            pass
+
+    def on_connection_close(self) -> None:
+        if self._sub is not None:  # the client went: stop at once rather than at the next heartbeat
+            self._sub.close()
+        super().on_connection_close()
 
 
 class ClusterHandler(BaseHandler):
@@ -404,10 +441,19 @@ class ModelsHandler(BaseHandler):
 
     @web.authenticated
     def get(self) -> None:
+        """``?jobs=a,b``: ``jobs_with_model`` only among these jobs (a page's), not the whole history."""
         from ..serving.registry import list_models
 
         settings = self.api.settings
-        jobs = [r.id for r in self.api.store.all() if self.caller.sees(r.owner)
+        among = self.get_query_argument("jobs", None)
+        if among is None:
+            records = self.api.store.all()
+        else:
+            ids = [i for i in among.split(",") if i][:MAX_MODEL_JOBS + 1]
+            if len(ids) > MAX_MODEL_JOBS or not all(ID_RE.fullmatch(i) for i in ids):
+                raise InvalidRequest(f"jobs must be at most {MAX_MODEL_JOBS} job ids, comma-separated")
+            records = [r for r in map(self.api.store.find, ids) if r is not None]
+        jobs = [r.id for r in records if self.caller.sees(r.owner)
                 and (settings.job_dir(r.id) / "model" / "model.pkl").is_file()]
         self.reply({"models": [_model_entry(m) for m in list_models(settings)], "jobs_with_model": jobs})
 
@@ -490,6 +536,7 @@ def routes(host: type = JupyterRoute, api: str = API) -> list[tuple[str, type]]:
         (rf"{API}/jobs/{ID}/metrics/?", MetricsHandler),
         (rf"{API}/jobs/{ID}/download/?", DownloadHandler),
         (rf"{API}/jobs/{ID}/rerun/?", RerunHandler),
+        (rf"{API}/events/?", EventsHandler),
         (rf"{API}/cluster/?", ClusterHandler),
         (rf"{API}/cluster/timeline/?", TimelineHandler),
         (rf"{API}/accounts/?", AccountsHandler),

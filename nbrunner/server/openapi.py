@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..core.config import JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX
+from ..core.config import JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_FILTER, PAGE_SCAN_MAX
 from ..core.models import PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, STATUSES
 
 
@@ -114,9 +114,21 @@ PATHS: dict[str, dict[str, Any]] = {
         "get": {"summary": "List the jobs visible to the caller, newest first",
                 "parameters": [_query("status", {"type": "string", "enum": list(STATUSES)}, "only jobs in this status"),
                                _query("schedule", {"type": "string"}, "only the runs of this schedule"),
+                               _query("sweep", {"type": "string"}, "only the trials of this sweep"),
+                               _query("owner", {"type": "string"},
+                                      "only this user's jobs (another user's: none, unless the caller is an admin)"),
+                               _query("q", {"type": "string", "maxLength": MAX_FILTER},
+                                      "only jobs whose name contains this text (any case)"),
+                               _query("order", {"type": "string", "enum": ["newest", "oldest"], "default": "newest"},
+                                      "by creation time"),
                                _query("limit", {"type": "integer", "minimum": 1, "maximum": JOBS_PAGE_MAX,
-                                                "default": JOBS_PAGE_DEFAULT}, "at most this many jobs"),
-                               _query("cursor", {"type": "string"}, "the previous page's next: the page after it"),
+                                                "default": JOBS_PAGE_DEFAULT},
+                                      f"at most this many jobs (a filtered page that reads {PAGE_SCAN_MAX:,} records "
+                                      "without filling up returns what it found, with a next cursor)"),
+                               _query("cursor", {"type": "string"},
+                                      "the previous page's next (same filters and order): the page after it"),
+                               _query("after", {"type": "string"},
+                                      "a job's id: the page after that job (instead of cursor)"),
                                {"name": "Prefer", "in": "header", "required": False,
                                 "description": "count=exact: the X-Total-Count header says how many jobs the caller "
                                                "sees in that status", "schema": {"type": "string"}}],
@@ -178,6 +190,23 @@ PATHS: dict[str, dict[str, Any]] = {
                  "requestBody": {"required": False, "content": {"application/json": {"schema": {
                      "type": "object", "properties": {"parameters": OBJ}}}}},
                  "responses": {"201": _json(_ref("Job"), "the new job"), **BAD, **UNKNOWN, **CONFLICT}},
+    },
+    "/events": {
+        "get": {"summary": "The push channel: changes of the jobs, sweeps and schedules the caller sees, and of "
+                           "the cluster, as server-sent events (text/event-stream), as they happen",
+                "description": "Messages: `ready` ({resumed, user, admin}), `job` ({job} or {id, deleted}), `sweep`, `schedule`, "
+                               "`cluster` ({cluster}: the GET /cluster object), `reload` (what was missed is gone: "
+                               "read everything again), and a `: ping` comment every 15 s. Each change has an id; "
+                               "send the last one seen as Last-Event-ID when reconnecting to resume without a gap "
+                               "or a duplicate.",
+                "parameters": [{"name": "Last-Event-ID", "in": "header", "required": False,
+                                "description": "the last id received: resume after it",
+                                "schema": {"type": "string", "pattern": r"^\d+-\d+(\.[01])?$"}},
+                               _query("last_event_id", {"type": "string"}, "the same, for clients that cannot set "
+                                                                           "headers")],
+                "responses": {"200": {"description": "the stream", "content": {"text/event-stream": {
+                    "schema": {"type": "string"}}}}, **BAD,
+                    "503": _error("no cluster is running")}},
     },
     "/cluster": {
         "get": {"summary": "Slots per host and who holds them",
@@ -247,6 +276,8 @@ PATHS: dict[str, dict[str, Any]] = {
     },
     "/models": {
         "get": {"summary": "Registered model versions, and the jobs that saved a model",
+                "parameters": [_query("jobs", {"type": "string"}, "comma-separated job ids (at most 500): "
+                                                                  "jobs_with_model only among them")],
                 "responses": {"200": _json({"type": "object", "properties": {
                     "models": {"type": "array", "items": OBJ},
                     "jobs_with_model": {"type": "array", "items": {"type": "string"}}}}, "the models")}},

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -157,6 +158,43 @@ def test_jobs_on_a_terminal_is_coloured_and_cut_to_its_width(ws):
 
 
 @pytest.mark.slow
+def test_jobs_watch_shows_each_change_as_it_happens_until_ctrl_c(ws):
+    """`jobs --watch` into a pipe: the table, then a line per change of a job (from the event
+    stream: no polling), until SIGINT (exit 130)."""
+    import selectors
+
+    make_notebook(ws / "quick.ipynb", "print('quick')")
+    watch = subprocess.Popen([sys.executable, "-m", "nbrunner", "jobs", "--watch", "--limit", "5"], cwd=ws,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines: list[str] = []
+    sel = selectors.DefaultSelector()
+    sel.register(watch.stdout, selectors.EVENT_READ)
+    pending = b""
+
+    def read_until(pred, timeout: float = 90) -> None:
+        nonlocal pending
+        deadline = time.monotonic() + timeout
+        while not pred():
+            assert time.monotonic() < deadline and watch.poll() is None, (lines, watch.stderr.read() if watch.poll() else "")
+            if sel.select(timeout=1):
+                pending += os.read(watch.stdout.fileno(), 65536)
+                *done, pending = pending.split(b"\n")
+                lines.extend(line.decode() for line in done)
+
+    try:
+        read_until(lambda: any("(live; Ctrl-C to stop)" in line for line in lines))
+        job_id = run("submit", "quick.ipynb", "--name", "watched", cwd=ws).stdout.strip()
+        read_until(lambda: any(job_id in line and " completed " in f"{line} " for line in lines))
+        changes = [line for line in lines if job_id in line]
+        assert changes[0].split()[1:4] == [job_id, "watched", "queued"]  # time, id, name, status
+        assert all(re.match(r"\d\d:\d\d:\d\d  ", line) for line in changes)
+    finally:
+        watch.send_signal(signal.SIGINT)
+        assert watch.wait(20) == 130, watch.stderr.read()
+    assert_one_line_error(run("jobs", "--watch", "--json", cwd=ws), 2, "--watch")
+
+
+@pytest.mark.slow
 def test_up_runs_everything_until_ctrl_c_and_leaves_nothing(tmp_path):
     ws = short_tmpdir()
     make_notebook(ws / "hi.ipynb", "print('hi from up')")
@@ -271,6 +309,7 @@ def typer_params(argv: list[str]) -> dict:
 
 @pytest.mark.parametrize("argv", [
     ["jobs"], ["jobs", "--json", "--status", "failed", "--limit", "7"], ["jobs", "--all", "--schedule", "s1", "--dir", "/tmp"],
+    ["jobs", "--watch", "--status", "running"],
     ["show", "abc", "--json"], ["show", "--dir", "ws", "abc"], ["logs", "-f", "abc"], ["logs", "abc", "--follow"],
     ["cluster", "--json", "--dir", "."], ["list"], ["list", "--json"],
     ["submit", "x.ipynb"], ["submit", "x.ipynb", "-p", "a=1", "--parameter", "b=two", "-p", "c=", "-p", "d=-1", "--wait", "--json"],

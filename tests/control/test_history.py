@@ -45,10 +45,10 @@ def newest_first(store, key: str = JOBS) -> list[str]:
     return [i for i, _ in sorted(store.r.zrange(key, 0, -1, withscores=True), key=lambda x: (x[1], x[0]), reverse=True)]
 
 
-def walk(store, size: int, status=None, between=None) -> list[str]:
+def walk(store, size: int, status=None, between=None, oldest_first: bool = False) -> list[str]:
     seen, cursor = [], None
     while True:
-        page, cursor = store.page(status, size, cursor)
+        page, cursor = store.page(status, size, cursor, oldest_first=oldest_first)
         assert len(page) <= size
         seen += [r.id for r in page]
         if cursor is None:
@@ -88,6 +88,9 @@ def test_pages_walk_every_job_once_newest_first(cluster):
     assert {r.id for r in made + tied} <= set(expected)
     for size in (1, 4, 7, 1000):
         assert walk(store, size) == expected
+        assert walk(store, size, oldest_first=True) == expected[::-1]  # ties too, by id
+    assert walk(store, 3, "completed", oldest_first=True) == newest_first(store, status_index("completed"))[::-1]
+    assert store.page(limit=2, cursor=store.cursor_after(expected[5]))[0][0].id == expected[6]
     everything, cursor = store.page()
     assert [r.id for r in everything] == expected and cursor is None
 

@@ -1,6 +1,6 @@
 import pytest
 
-from .digits_setup import BATCH, EPOCHS, train_digits, write_digits
+from .digits_setup import train_digits, write_digits
 
 
 @pytest.fixture(scope="session")

@@ -1,12 +1,16 @@
 /**
  * The cluster view (main area): GPU slots per host with the job holding each, and the
- * GPU allocation of every job over time.  Refreshed by a Poller while visible.
+ * GPU allocation of every job over time.  The push channel brings the slots as they change;
+ * the timeline is read again after them (at most every few seconds); it refreshes on a timer
+ * only while the channel cannot be opened.
  */
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
-import { errorMessage, getCluster, getTimeline, listJobs } from '../api';
+import { errorMessage, getCluster, getTimeline } from '../api';
+import { PushChannel } from '../channel';
 import { CLUSTER_POLL_MS } from '../constants';
+import { Change } from '../events';
 import { colorMap } from '../format';
 import { clusterIcon } from '../icons';
 import { PollingWidget } from '../polling-widget';
@@ -14,11 +18,18 @@ import { chartWidth, RANGES } from '../timeline';
 import { ICluster, IJob, ITimelineJob } from '../types';
 import { Banner } from './Banner';
 import { HostSlots } from './HostSlots';
+import { LiveStatus } from './LiveStatus';
 import { TimelineChart } from './TimelineChart';
 
+/** The timeline is read again at most this often while the slots change. */
+const TIMELINE_MS = 2000;
+/** Job names kept for the slots and the legend. */
+const NAMES_KEPT = 2000;
+
 export class ClusterView extends PollingWidget {
-  constructor(options: ClusterView.IOptions = {}) {
+  constructor(options: ClusterView.IOptions) {
     super(options.interval ?? CLUSTER_POLL_MS);
+    this._channel = options.channel;
     this.id = 'nbrunner-cluster-view';
     this.addClass('nbrunner-ClusterView');
     this.node.dataset.testid = 'nbrunner-cluster-view';
@@ -26,31 +37,82 @@ export class ClusterView extends PollingWidget {
     this.title.caption = 'nbrunner cluster: GPU slots and allocation timeline';
     this.title.icon = clusterIcon;
     this.title.closable = true;
+    const channel = this._channel;
+    channel.clusterChanged.connect((_, cluster) => {
+      this._cluster = cluster;
+      this._clusterError = null;
+      this._readTimelineSoon();
+      this._render();
+    }, this);
+    channel.jobChanged.connect((_, change) => this._name(change), this);
+    channel.reloaded.connect(() => void this.refresh(), this);
+    channel.modeChanged.connect(() => this._render(), this);
+    this._ticker = window.setInterval(() => this._render(), 5000); // the timeline's "now" moves on
   }
 
-  /** Cluster slots, GPU timeline, and the jobs' names. */
+  dispose(): void {
+    window.clearInterval(this._ticker);
+    window.clearTimeout(this._timelineTimer);
+    super.dispose();
+  }
+
+  protected polls(): boolean {
+    return this._channel.mode === 'polling';
+  }
+
+  /** Cluster slots and the GPU timeline. */
   protected async fetch(): Promise<void> {
-    const [cluster, timeline, jobs] = await Promise.allSettled([
-      getCluster(),
-      getTimeline(),
-      listJobs()
-    ]);
+    const [cluster] = await Promise.allSettled([getCluster(), this._readTimeline()]);
     if (cluster.status === 'fulfilled') {
       this._cluster = cluster.value;
       this._clusterError = null;
     } else {
       this._clusterError = errorMessage(cluster.reason);
     }
-    if (timeline.status === 'fulfilled') {
-      this._timeline = Array.isArray(timeline.value?.jobs) ? timeline.value.jobs : [];
-      this._timelineError = null;
-    } else {
-      this._timelineError = errorMessage(timeline.reason);
-    }
-    if (jobs.status === 'fulfilled' && Array.isArray(jobs.value?.jobs)) {
-      this._jobs = new Map(jobs.value.jobs.map(j => [j.id, j]));
-    }
     this._loaded = true;
+  }
+
+  private async _readTimeline(): Promise<void> {
+    this._timelineReadAt = Date.now();
+    try {
+      const timeline = await getTimeline();
+      this._timeline = Array.isArray(timeline?.jobs) ? timeline.jobs : [];
+      this._timelineError = null;
+    } catch (error) {
+      this._timelineError = errorMessage(error);
+    }
+  }
+
+  /** Read the timeline again once the slots settle, at most every TIMELINE_MS. */
+  private _readTimelineSoon(): void {
+    if (this._timelineTimer) {
+      return;
+    }
+    const wait = Math.max(250, this._timelineReadAt + TIMELINE_MS - Date.now());
+    this._timelineTimer = window.setTimeout(() => {
+      this._timelineTimer = 0;
+      if (this.isVisible) {
+        void this._readTimeline().then(() => this._render());
+      }
+    }, wait);
+  }
+
+  private _name(change: Change<IJob>): void {
+    if (change.deleted) {
+      return;
+    }
+    const { id, name } = change.record;
+    this._names.delete(id);
+    this._names.set(id, name);
+    if (this._names.size > NAMES_KEPT) {
+      this._names.delete(this._names.keys().next().value as string);
+    }
+  }
+
+  private _render(): void {
+    if (this.isVisible) {
+      this.update();
+    }
   }
 
   protected onAfterAttach(msg: Message): void {
@@ -93,12 +155,13 @@ export class ClusterView extends PollingWidget {
     for (const j of timeline) {
       names.set(j.id, j.name);
     }
-    for (const [id, job] of this._jobs) {
-      names.set(id, job.name);
+    for (const [id, name] of this._names) {
+      names.set(id, name);
     }
     return (
       <div className="nbrunner-ClusterView-content">
         <h2 className="nbrunner-ClusterView-title">nbrunner cluster</h2>
+        <LiveStatus mode={this._channel.mode} pollSeconds={CLUSTER_POLL_MS / 1000} />
         {!this._loaded && <p className="nbrunner-Empty">Loading…</p>}
         {this._clusterError && (
           <Banner tone="error" testid="nbrunner-cluster-error">
@@ -209,7 +272,11 @@ export class ClusterView extends PollingWidget {
   private _clusterError: string | null = null;
   private _timeline: ITimelineJob[] = [];
   private _timelineError: string | null = null;
-  private _jobs = new Map<string, IJob>();
+  private _names = new Map<string, string>();
+  private _channel: PushChannel;
+  private _ticker = 0;
+  private _timelineTimer = 0;
+  private _timelineReadAt = 0;
   private _range = 0;
   private _width = 0;
   private _observer: ResizeObserver | null = null;
@@ -217,6 +284,8 @@ export class ClusterView extends PollingWidget {
 
 export namespace ClusterView {
   export interface IOptions {
+    channel: PushChannel;
+    /** Poll interval in ms while the channel cannot be opened. */
     interval?: number;
   }
 }

@@ -1,7 +1,7 @@
 /**
  * A job's page (a main-area tab): parameters, status history, attempt and worker, GPUs
  * over time, a chart per metric, the error with its cause, and the job's actions.
- * Refreshed by a Poller while the job has not ended.
+ * Kept up to date by the push channel (on a timer while it cannot be opened).
  */
 import * as React from 'react';
 
@@ -16,6 +16,8 @@ import {
 import { CANCELLABLE_STATUSES, JOBS_POLL_MS } from '../constants';
 import { formatDuration, jobElapsed, parseTime, PALETTE } from '../format';
 import { gpuSeries, metricSeries } from '../job-charts';
+import { PushChannel } from '../channel';
+import { Change } from '../events';
 import { PollingWidget } from '../polling-widget';
 import {
   DownloadFormat,
@@ -45,6 +47,8 @@ export namespace JobPage {
     /** The job's name, for the title until the record arrives. */
     name?: string;
     actions: IActions;
+    channel: PushChannel;
+    /** Poll interval in ms while the channel cannot be opened. */
     interval?: number;
   }
 }
@@ -58,10 +62,16 @@ function formatValue(value: JSONValue): string {
   return typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value);
 }
 
+/** After a change, the metrics or GPU series are read again this much later (a burst: once). */
+const SETTLE_MS = 500;
+
 export class JobPage extends PollingWidget {
   constructor(options: JobPage.IOptions) {
     super(options.interval ?? JOBS_POLL_MS);
     this.jobId = options.id;
+    this._channel = options.channel;
+    this._channel.jobChanged.connect((_, change) => this._onJob(change), this);
+    this._channel.reloaded.connect(() => void this.refresh(), this);
     this._actions = options.actions;
     this._name = options.name || options.id;
     this.id = `nbrunner-job-page-${options.id}`;
@@ -81,13 +91,19 @@ export class JobPage extends PollingWidget {
     return this._name;
   }
 
+  dispose(): void {
+    window.clearTimeout(this._timers.metrics);
+    window.clearTimeout(this._timers.gpus);
+    super.dispose();
+  }
+
+  protected polls(): boolean {
+    return this._channel.mode === 'polling';
+  }
+
   /** The record, metrics and GPU series. */
   protected async fetch(): Promise<void> {
-    const [job, metrics, timeline] = await Promise.allSettled([
-      getJob(this.jobId),
-      getMetrics(this.jobId),
-      getTimeline()
-    ]);
+    const [job] = await Promise.allSettled([getJob(this.jobId), this._readMetrics(), this._readGpus()]);
     if (job.status === 'fulfilled') {
       this._job = job.value;
       this._name = job.value.name || this._name;
@@ -97,19 +113,7 @@ export class JobPage extends PollingWidget {
       this._error = errorMessage(job.reason);
       this._gone = job.reason instanceof ApiError && job.reason.status === 404;
     }
-    if (metrics.status === 'fulfilled') {
-      this._metrics = Array.isArray(metrics.value?.metrics)
-        ? metrics.value.metrics
-        : [];
-      this._metricsError = null;
-    } else {
-      this._metricsError = errorMessage(metrics.reason);
-    }
-    if (timeline.status === 'fulfilled') {
-      const mine = (timeline.value?.jobs ?? []).find(j => j.id === this.jobId);
-      this._gpus = mine?.points ?? [];
-    }
-    // Once ended, a few more polls (the GPU release lands just after the status).
+    // Polling: once ended, a few more polls (the GPU release lands just after the status).
     if (this._gone || (this._job && isFinished(this._job.status))) {
       if (++this._endedPolls >= 3) {
         this.poller.stop();
@@ -122,6 +126,67 @@ export class JobPage extends PollingWidget {
     }
     if (!this.isDisposed) {
       this._setTitle();
+    }
+  }
+
+  /** A change of this job from the push channel: the record now, then its metrics and GPU
+   * series read again if they moved. */
+  private _onJob(change: Change<IJob>): void {
+    if (change.deleted) {
+      if (change.id === this.jobId) {
+        this._gone = true;
+        this.update();
+      }
+      return;
+    }
+    const job = change.record;
+    if (job.id !== this.jobId) {
+      return;
+    }
+    const before = this._job;
+    this._job = job;
+    this._name = job.name || this._name;
+    this._error = null;
+    this._gone = false;
+    this._setTitle();
+    if (!before || JSON.stringify(before.metrics) !== JSON.stringify(job.metrics) || before.progress !== job.progress) {
+      this._soon('metrics', () => this._readMetrics());
+    }
+    if (!before || before.gpus !== job.gpus || before.status !== job.status) {
+      this._soon('gpus', () => this._readGpus());
+    }
+    this.update();
+  }
+
+  /** Run `read` (then render) in a moment: once for a burst of changes, at most every SETTLE_MS
+   * while they keep coming. */
+  private _soon(what: 'metrics' | 'gpus', read: () => Promise<void>): void {
+    if (this._timers[what]) {
+      return;
+    }
+    this._timers[what] = window.setTimeout(() => {
+      this._timers[what] = 0;
+      void read().then(() => this.update());
+    }, SETTLE_MS);
+  }
+
+  private async _readMetrics(): Promise<void> {
+    try {
+      const metrics = await getMetrics(this.jobId);
+      this._metrics = Array.isArray(metrics?.metrics) ? metrics.metrics : [];
+      this._metricsError = null;
+    } catch (error) {
+      this._metricsError = errorMessage(error);
+    }
+  }
+
+  private async _readGpus(): Promise<void> {
+    try {
+      const timeline = await getTimeline();
+      const mine = (timeline?.jobs ?? []).find(j => j.id === this.jobId);
+      this._gpus = mine?.points ?? [];
+    } catch {
+      // the chart keeps what it had
     }
   }
 
@@ -443,4 +508,6 @@ export class JobPage extends PollingWidget {
   private _gone = false;
   private _acting: string | null = null;
   private _endedPolls = 0;
+  private _channel: PushChannel;
+  private _timers = { metrics: 0, gpus: 0 };
 }

@@ -1,72 +1,95 @@
 /**
- * The Jobs side panel: live list of jobs, sweeps with their leaderboard, and a summary
- * of the cluster.  Refreshed by a Poller while visible.
+ * The Jobs side panel: a dense table of jobs, a page at a time from `GET /jobs` (newest
+ * first), with filters, sorting and paging (`job-listing.ts`), kept up to date by the push
+ * channel (`channel.ts`); a summary of the cluster; a sweep's leaderboard when the table
+ * lists its trials.  It refreshes on a timer only while the channel cannot be opened.
  */
-import { Notification } from '@jupyterlab/apputils';
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
-import {
-  ApiError,
-  cancelJob,
-  errorMessage,
-  getCluster,
-  getSweep,
-  listJobs,
-  setPriority
-} from '../api';
-import { JOBS_POLL_MS, STATUSES } from '../constants';
+import { ApiError, errorMessage, getCluster, getSweep, listSchedules } from '../api';
+import { PushChannel } from '../channel';
+import { JOBS_POLL_MS } from '../constants';
+import { Change, ISweepChange } from '../events';
 import { jobsIcon } from '../icons';
-import { groupJobs } from '../ordering';
+import { JobListing } from '../job-listing';
+import { Column, filtered, IJobQuery, ISort, nextSort, pageLabel, sortRows } from '../job-table';
 import { PollingWidget } from '../polling-widget';
-import { ICluster, IJob } from '../types';
+import { ICluster, IJob, ISchedule, isFinished } from '../types';
 import { ActionButton } from './ActionButton';
 import { Banner } from './Banner';
 import { ClusterSummary } from './ClusterSummary';
-import { confirmCancel } from './confirmCancel';
-import { IRowHandlers, JobRow } from './JobRow';
-import { PanelHeader } from './PanelHeader';
+import { JobFilters } from './JobFilters';
+import { JobsToolbar } from './JobsToolbar';
+import { JobTable } from './JobTable';
+import { IRowHandlers } from './JobTableRow';
+import { Pager } from './Pager';
+import { cancelAfterConfirming, changePriority } from './rowActions';
 import { ISweepState, SweepGroup } from './SweepGroup';
 
 export namespace JobsPanel {
   export interface IOptions {
-    /** Open the live log of a job. */
+    channel: PushChannel;
     openLog: (job: IJob) => void;
-    /** Open the executed notebook of a job. */
     openOutput: (job: IJob) => void;
-    /** Open the page of a job. */
     openJob: (job: IJob) => void;
-    /** Open the cluster view. */
     openCluster: () => void;
-    /** Open the Schedules view. */
     openSchedules?: () => void;
-    /** Jobs that saved a model, and registering it ("Register model" on their rows). */
-    models?: {
-      jobsWithModel: () => Promise<string[]>;
-      register: (job: IJob) => void;
-    };
-    /** Poll interval in ms while visible. */
+    /** Open the table in the main area, full width (offered by the side panel). */
+    openWide?: () => void;
+    /** Where the panel is: the left side bar (default) or a main-area tab. */
+    area?: 'left' | 'main';
+    /** Which of these jobs saved a model, and registering it ("Register model" on their rows). */
+    models?: { jobsWithModel: (ids: string[]) => Promise<string[]>; register: (job: IJob) => void };
+    /** Poll interval in ms while the channel cannot be opened. */
     interval?: number;
   }
 }
+
+/** After a change, the models and a sweep are read again this much later (a burst: once). */
+const SETTLE_MS = 1000;
 
 export class JobsPanel extends PollingWidget {
   constructor(options: JobsPanel.IOptions) {
     super(options.interval ?? JOBS_POLL_MS);
     this._options = options;
-    this.id = 'nbrunner-jobs-panel';
+    this._channel = options.channel;
+    const main = options.area === 'main';
+    this.id = main ? 'nbrunner-jobs-table' : 'nbrunner-jobs-panel';
     this.addClass('nbrunner-JobsPanel');
-    this.node.dataset.testid = 'nbrunner-jobs-panel';
+    this.addClass(main ? 'nbrunner-JobsMain' : 'nbrunner-JobsSide');
+    this.node.dataset.testid = main ? 'nbrunner-jobs-table' : 'nbrunner-jobs-panel';
     this.title.icon = jobsIcon;
     this.title.caption = 'nbrunner jobs';
-    this.title.label = '';
+    this.title.label = main ? 'nbrunner jobs' : '';
+    this.title.closable = main;
     this.node.setAttribute('role', 'region');
     this.node.setAttribute('aria-label', 'nbrunner jobs');
+    const channel = this._channel;
+    channel.jobChanged.connect(this._onJob, this);
+    channel.sweepChanged.connect(this._onSweep, this);
+    channel.clusterChanged.connect((_, cluster) => this._show(() => (this._cluster = cluster)), this);
+    channel.scheduleChanged.connect(() => void this._readSchedules(), this);
+    channel.reloaded.connect(() => void this.refresh(), this);
+    channel.modeChanged.connect(() => this.update(), this);
+    this._ticker = window.setInterval(() => this._tick(), 5000);
   }
 
-  /** Jobs of the last successful poll (null before the first one). */
+  /** The rows of the page shown (null before the first read). */
   get jobs(): IJob[] | null {
-    return this._jobs;
+    return this._listing.rows;
+  }
+
+  get query(): IJobQuery {
+    return this._listing.query;
+  }
+
+  /** List only what `change` says (a sweep's trials, say), from the first page. */
+  filter(change: Partial<IJobQuery>): void {
+    this._listing.setQuery(change);
+    this._sort = { column: null, descending: false };
+    this.update();
+    void this.refresh();
   }
 
   /** Mark a job (e.g. one just submitted) and scroll to it. */
@@ -82,14 +105,22 @@ export class JobsPanel extends PollingWidget {
     this.update();
   }
 
+  dispose(): void {
+    window.clearInterval(this._ticker);
+    window.clearTimeout(this._settle);
+    super.dispose();
+  }
+
+  protected polls(): boolean {
+    return this._channel.mode === 'polling';
+  }
+
   protected onUpdateRequest(msg: Message): void {
     super.onUpdateRequest(msg);
     if (this._scrollTo) {
       const id = this._scrollTo;
       requestAnimationFrame(() => {
-        const row = this.node.querySelector(
-          `[data-testid="nbrunner-job"][data-job-id="${CSS.escape(id)}"]`
-        );
+        const row = this.node.querySelector(`[data-testid="nbrunner-job"][data-job-id="${CSS.escape(id)}"]`);
         if (row) {
           row.scrollIntoView({ block: 'nearest' });
           this._scrollTo = null;
@@ -98,60 +129,132 @@ export class JobsPanel extends PollingWidget {
     }
   }
 
-  /** Jobs, cluster summary and the sweeps of the listed trials. */
+  /** The page, the cluster summary, the schedules (for their filter), a sweep's leaderboard. */
   protected async fetch(): Promise<void> {
-    const [jobs, cluster, withModel] = await Promise.allSettled([
-      listJobs(this._filter || undefined),
+    const others = Promise.allSettled([
       getCluster(),
-      this._options.models?.jobsWithModel() ?? Promise.resolve([])
+      this._schedules === null ? this._readSchedules() : Promise.resolve(),
+      this._readSweep()
     ]);
-    if (withModel.status === 'fulfilled') {
-      this._withModel = new Set(withModel.value);
-    }
-    if (jobs.status === 'fulfilled') {
-      this._jobs = Array.isArray(jobs.value?.jobs) ? jobs.value.jobs : [];
+    const [page] = await Promise.allSettled([
+      this._listing.read().then(() => this._show()) // the rows first, without waiting for the rest
+    ]);
+    const [cluster] = await others;
+    if (page.status === 'fulfilled') {
       this._error = null;
       this._unavailable = false;
     } else {
-      const reason = jobs.reason;
-      this._error = errorMessage(reason);
-      this._unavailable = reason instanceof ApiError && reason.unavailable;
-      if (this._unavailable) {
-        this._jobs = null;
-      }
+      this._error = errorMessage(page.reason);
+      this._unavailable = page.reason instanceof ApiError && page.reason.unavailable;
     }
-    this._cluster = cluster.status === 'fulfilled' ? cluster.value : null;
+    if (cluster.status === 'fulfilled') {
+      this._cluster = cluster.value;
+    }
     this._lastUpdated = Date.now();
-    // Sweeps of the listed trials: their leaderboards.
-    const sweepIds = new Set<string>();
-    for (const job of this._jobs ?? []) {
-      if (job.sweep) {
-        sweepIds.add(job.sweep);
-      }
+    void this._readModels();
+  }
+
+  private _onJob(_: PushChannel, change: Change<IJob>): void {
+    const changed = this._listing.apply(change);
+    const job = change.deleted ? null : change.record;
+    const sweep = this._listing.query.sweep.trim();
+    if (job && ((sweep && job.sweep === sweep) || (isFinished(job.status) && changed))) {
+      this._settleThenRead();
     }
-    await Promise.all(
-      Array.from(sweepIds).map(async id => {
-        try {
-          this._sweeps.set(id, { sweep: await getSweep(id), error: null });
-        } catch (error) {
-          const previous = this._sweeps.get(id);
-          this._sweeps.set(id, {
-            sweep: previous?.sweep ?? null,
-            error: errorMessage(error)
-          });
-        }
-      })
-    );
-    for (const id of Array.from(this._sweeps.keys())) {
-      if (!sweepIds.has(id)) {
-        this._sweeps.delete(id);
-      }
+    if (changed) {
+      this._show(() => (this._lastUpdated = Date.now()));
     }
   }
 
-  private _replaceJob(job: IJob): void {
-    if (this._jobs) {
-      this._jobs = this._jobs.map(j => (j.id === job.id ? job : j));
+  private _onSweep(_: PushChannel, change: Change<ISweepChange>): void {
+    const id = change.deleted ? change.id : change.record.id;
+    if (id === this._listing.query.sweep.trim()) {
+      this._settleThenRead();
+    }
+  }
+
+  /** Read the models and the sweep again a moment after a change: once for a burst of changes,
+   * and at most every SETTLE_MS while they keep coming. */
+  private _settleThenRead(): void {
+    if (this._settle) {
+      return;
+    }
+    this._settle = window.setTimeout(() => {
+      this._settle = 0;
+      void Promise.all([this._readModels(), this._readSweep()]).then(() => this._show());
+    }, SETTLE_MS);
+  }
+
+  private async _readModels(): Promise<void> {
+    const completed = (this._listing.rows ?? []).filter(j => j.status === 'completed').map(j => j.id);
+    if (!this._options.models || completed.length === 0) {
+      return;
+    }
+    try {
+      this._withModel = new Set(await this._options.models.jobsWithModel(completed));
+      this._show();
+    } catch {
+      // the rows only lack "Register model" until the next read
+    }
+  }
+
+  private async _readSweep(): Promise<void> {
+    const id = this._listing.query.sweep.trim();
+    if (!id) {
+      this._sweep = null;
+      return;
+    }
+    try {
+      const sweep = await getSweep(id);
+      if (id === this._listing.query.sweep.trim()) {
+        this._sweep = { sweep, error: null };
+      }
+    } catch (error) {
+      this._sweep = { sweep: this._sweep?.sweep ?? null, error: errorMessage(error) };
+    }
+  }
+
+  private async _readSchedules(): Promise<void> {
+    try {
+      this._schedules = (await listSchedules()).schedules ?? [];
+      this._show();
+    } catch {
+      this._schedules = this._schedules ?? [];
+    }
+  }
+
+  /** Change the state (optionally), then render if the panel is visible. */
+  private _show(change?: () => void): void {
+    change?.();
+    if (this.isVisible) {
+      this.update();
+    }
+  }
+
+  /** Durations of running jobs move on without any change from the server. */
+  private _tick(): void {
+    if (this.isVisible && (this._listing.rows ?? []).some(j => j.status === 'running' || j.status === 'queued')) {
+      this.update();
+    }
+  }
+
+  private _go(step: () => boolean | void): void {
+    if (step() !== false) {
+      this.update();
+      void this.refresh();
+    }
+  }
+
+  private _sortBy(column: Column): void {
+    const sort = nextSort(this._sort, column);
+    this._sort = sort;
+    if (column === 'created') {
+      // Creation order is the server's: the listing itself turns round.
+      const order = sort.column === 'created' && !sort.descending ? 'oldest' : 'newest';
+      if (order !== this._listing.query.order) {
+        this._listing.setQuery({ order });
+        void this.refresh();
+      }
     }
     this.update();
   }
@@ -160,127 +263,73 @@ export class JobsPanel extends PollingWidget {
     if (this._pending.has(job.id)) {
       return;
     }
-    this._pending.add(job.id);
-    this.update();
-    try {
-      if (!(await confirmCancel(job))) {
-        return;
-      }
-      const updated = await cancelJob(job.id);
-      if (updated && updated.id) {
-        this._replaceJob(updated);
-      }
-    } catch (error) {
-      Notification.error(
-        `Could not cancel job ${job.id}: ${errorMessage(error)}`,
-        { autoClose: 8000 }
-      );
-    } finally {
-      this._pending.delete(job.id);
-      void this.refresh();
+    this._show(() => this._pending.add(job.id));
+    const updated = await cancelAfterConfirming(job);
+    if (updated) {
+      this._listing.apply({ record: updated, deleted: false });
     }
+    this._show(() => this._pending.delete(job.id));
   }
 
   private async _setPriority(job: IJob, priority: number): Promise<boolean> {
-    try {
-      const updated = await setPriority(job.id, priority);
-      this._replaceJob(updated && updated.id ? updated : { ...job, priority });
-      void this.refresh();
-      return true;
-    } catch (error) {
-      Notification.error(
-        `Could not change the priority of job ${job.id}: ${errorMessage(error)}`,
-        { autoClose: 8000 }
-      );
-      return false;
+    const updated = await changePriority(job, priority);
+    if (updated) {
+      this._show(() => this._listing.apply({ record: updated, deleted: false }));
     }
+    return updated !== null;
   }
 
-  private _toggleSweep(id: string): void {
-    if (this._collapsed.has(id)) {
-      this._collapsed.delete(id);
-    } else {
-      this._collapsed.add(id);
-    }
-    this.update();
-  }
-
-  protected render(): React.ReactElement {
-    const now = Date.now();
-    const jobs = this._jobs;
-    const handlers: IRowHandlers = {
+  private _handlers(): IRowHandlers {
+    return {
       onCancel: job => void this._cancel(job),
       onLog: job => this._options.openLog(job),
       onOpen: job => this._options.openOutput(job),
       onDetails: job => this._options.openJob(job),
       onPriority: (job, p) => this._setPriority(job, p),
+      onSweep: sweep => this.filter({ sweep }),
       onRegister: this._options.models?.register,
       hasModel: job => this._withModel.has(job.id)
     };
-    const entries = groupJobs(jobs ?? []);
+  }
+
+  protected render(): React.ReactElement {
+    const now = Date.now();
+    const listing = this._listing;
+    const query = listing.query;
+    const rows = listing.rows;
+    const shown = rows ? sortRows(rows, this._sort.column === 'created' ? { column: null, descending: false } : this._sort, now) : [];
     return (
       <div className="nbrunner-JobsPanel-content">
-        <PanelHeader title="nbrunner jobs">
-          <label
-            className="nbrunner-JobsPanel-filterLabel"
-            htmlFor="nbrunner-jobs-filter"
-          >
-            Show
-          </label>
-          <select
-            id="nbrunner-jobs-filter"
-            className="nbrunner-Select"
-            data-testid="nbrunner-jobs-filter"
-            value={this._filter}
-            onChange={e => {
-              this._filter = e.target.value;
-              this.update();
-              void this.refresh();
-            }}
-          >
-            <option value="">all</option>
-            {STATUSES.map(s => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-          <ActionButton
-            testid="nbrunner-refresh"
-            label="Refresh jobs"
-            title="Refresh jobs"
-            onClick={() => void this.refresh()}
-          >
-            Refresh
-          </ActionButton>
-          <ActionButton
-            testid="nbrunner-open-cluster"
-            label="Open the cluster view"
-            title="Open the cluster view: slots per host and GPU timeline"
-            onClick={() => this._options.openCluster()}
-          >
-            Cluster
-          </ActionButton>
-          {this._options.openSchedules && (
-            <ActionButton
-              testid="nbrunner-open-schedules"
-              label="Open the schedules view"
-              title="Schedules: notebooks that run on a clock"
-              onClick={() => this._options.openSchedules?.()}
-            >
-              Schedules
-            </ActionButton>
-          )}
-        </PanelHeader>
-
+        <JobsToolbar
+          mode={this._channel.mode}
+          pollSeconds={Math.round((this._options.interval ?? JOBS_POLL_MS) / 100) / 10}
+          onRetry={() => this._channel.retryNow()}
+          onRefresh={() => void this.refresh()}
+          onWide={this._options.openWide}
+          onCluster={this._options.openCluster}
+          onSchedules={this._options.openSchedules}
+        />
         {this._cluster && <ClusterSummary cluster={this._cluster} />}
-
+        <JobFilters
+          query={query}
+          schedules={this._schedules ?? []}
+          owners={this._channel.admin || this._channel.user === null}
+          onChange={change => this.filter(change)}
+        />
+        {query.sweep.trim() && (
+          <SweepGroup
+            id={query.sweep.trim()}
+            jobs={rows ?? []}
+            state={this._sweep}
+            collapsed={this._collapsed}
+            onToggle={() => this._show(() => (this._collapsed = !this._collapsed))}
+            onClose={() => this.filter({ sweep: '' })}
+          />
+        )}
         {this._error && (
           <Banner tone={this._unavailable ? 'error' : 'warn'} testid="nbrunner-jobs-error">
             <p>
-              {this._unavailable || jobs === null
-                ? 'Cannot list jobs. '
-                : 'Could not refresh the job list. '}
+              {this._unavailable || rows === null ? 'Cannot list jobs. ' : 'Could not refresh the job list. '}
               {this._error}
             </p>
             <ActionButton testid="nbrunner-retry" onClick={() => void this.refresh()}>
@@ -288,49 +337,51 @@ export class JobsPanel extends PollingWidget {
             </ActionButton>
           </Banner>
         )}
-
-        {jobs === null && !this._error && (
+        {listing.unseen > 0 && (
+          <button
+            type="button"
+            className="nbrunner-LinkButton nbrunner-JobsPanel-unseen"
+            data-testid="nbrunner-jobs-unseen"
+            onClick={() => this._go(() => listing.first())}
+          >
+            {listing.unseen} more job{listing.unseen === 1 ? '' : 's'} changed on other pages: show the first page
+          </button>
+        )}
+        {rows === null && !this._error && (
           <p className="nbrunner-Empty" data-testid="nbrunner-jobs-loading">
             Loading jobs…
           </p>
         )}
-
-        {jobs !== null && jobs.length === 0 && (
+        {rows !== null && rows.length === 0 && listing.index === 0 && (
           <p className="nbrunner-Empty" data-testid="nbrunner-jobs-empty">
-            {this._filter
-              ? `No ${this._filter} jobs.`
+            {filtered(query)
+              ? 'No jobs match these filters.'
               : 'No jobs yet. Open a notebook and click “Run as job”, or right-click a notebook in the file browser.'}
           </p>
         )}
-
-        {entries.length > 0 && (
-          <ul className="nbrunner-JobList" aria-label="Jobs" data-testid="nbrunner-job-list">
-            {entries.map(entry =>
-              entry.kind === 'job' ? (
-                <JobRow
-                  key={entry.job.id}
-                  job={entry.job}
-                  now={now}
-                  busy={this._pending.has(entry.job.id)}
-                  highlighted={this._highlight === entry.job.id}
-                  handlers={handlers}
-                />
-              ) : (
-                <SweepGroup
-                  key={`sweep-${entry.id}`}
-                  id={entry.id}
-                  jobs={entry.jobs}
-                  state={this._sweeps.get(entry.id) ?? null}
-                  collapsed={this._collapsed.has(entry.id)}
-                  onToggle={() => this._toggleSweep(entry.id)}
-                  now={now}
-                  pending={this._pending}
-                  highlight={this._highlight}
-                  handlers={handlers}
-                />
-              )
-            )}
-          </ul>
+        {shown.length > 0 && (
+          <div className="nbrunner-JobTable-wrap">
+            <JobTable
+              rows={shown}
+              label="Jobs"
+              now={now}
+              handlers={this._handlers()}
+              sort={this._sort}
+              onSort={column => this._sortBy(column)}
+              pending={this._pending}
+              highlight={this._highlight}
+            />
+          </div>
+        )}
+        {rows !== null && (rows.length > 0 || listing.index > 0) && (
+          <Pager
+            label={pageLabel(listing.index, query.limit, rows.length)}
+            hasNewer={listing.hasNewer}
+            hasOlder={listing.hasOlder}
+            busy={listing.reading}
+            onNewer={() => this._go(() => listing.newer())}
+            onOlder={() => this._go(() => listing.older())}
+          />
         )}
         {this._lastUpdated > 0 && (
           <p className="nbrunner-JobsPanel-updated" aria-live="off">
@@ -342,16 +393,20 @@ export class JobsPanel extends PollingWidget {
   }
 
   private _options: JobsPanel.IOptions;
-  private _jobs: IJob[] | null = null;
+  private _channel: PushChannel;
+  private _listing = new JobListing();
+  private _sort: ISort = { column: null, descending: false };
   private _cluster: ICluster | null = null;
+  private _schedules: ISchedule[] | null = null;
+  private _sweep: ISweepState | null = null;
   private _withModel = new Set<string>();
-  private _sweeps = new Map<string, ISweepState>();
   private _error: string | null = null;
   private _unavailable = false;
-  private _filter = '';
   private _lastUpdated = 0;
   private _pending = new Set<string>();
-  private _collapsed = new Set<string>();
+  private _collapsed = false;
   private _highlight: string | null = null;
   private _scrollTo: string | null = null;
+  private _ticker = 0;
+  private _settle = 0;
 }

@@ -12,6 +12,8 @@ import { IJob, isFinished } from '../types';
 export function PriorityInput(props: {
   job: IJob;
   onCommit: (job: IJob, priority: number) => Promise<boolean>;
+  /** In a table: the column header says "Priority", the label is for screen readers only. */
+  compact?: boolean;
 }): React.ReactElement {
   const { job } = props;
   const [draft, setDraft] = React.useState<string | null>(null);
@@ -43,7 +45,9 @@ export function PriorityInput(props: {
   };
   return (
     <span className="nbrunner-Priority">
-      <label htmlFor={id}>Priority</label>
+      <label htmlFor={id} className={props.compact ? 'nbrunner-sr-only' : undefined}>
+        Priority
+      </label>
       <input
         id={id}
         type="number"

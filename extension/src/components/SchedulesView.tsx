@@ -1,7 +1,7 @@
 /**
  * The Schedules view (main area): every schedule with its timing, next and last run,
  * pause/resume, edit and delete; below, the runs of the selected schedule, newest first,
- * live.  Refreshed by a Poller while visible.
+ * live.  Kept up to date by the push channel (on a timer while it cannot be opened).
  */
 import { Notification } from '@jupyterlab/apputils';
 import { LabIcon } from '@jupyterlab/ui-components';
@@ -9,23 +9,25 @@ import * as React from 'react';
 
 import {
   ApiError,
-  cancelJob,
   deleteSchedule,
   errorMessage,
   listScheduleRuns,
   listSchedules,
-  setPriority,
   updateSchedule
 } from '../api';
 import { JOBS_POLL_MS } from '../constants';
-import { newestFirst } from '../ordering';
+import { PushChannel } from '../channel';
+import { Change } from '../events';
+import { applyChange, EMPTY_QUERY } from '../job-table';
 import { PollingWidget } from '../polling-widget';
 import { IJob, ISchedule } from '../types';
 import { ActionButton } from './ActionButton';
 import { Banner } from './Banner';
-import { confirmCancel } from './confirmCancel';
 import { confirmDeleteSchedule } from './confirmDeleteSchedule';
-import { IRowHandlers, JobRow } from './JobRow';
+import { cancelAfterConfirming, changePriority } from './rowActions';
+import { JobTable } from './JobTable';
+import { IRowHandlers } from './JobTableRow';
+import { LiveStatus } from './LiveStatus';
 import { PanelHeader } from './PanelHeader';
 import { IScheduleHandlers, ScheduleRow } from './ScheduleRow';
 
@@ -34,6 +36,9 @@ const SCHEDULE_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height=
   <path class="jp-icon3" fill="#616161" d="M12 2a10 10 0 1 1 0 20 10 10 0 0 1 0-20zm0 2a8 8 0 1 0 0 16 8 8 0 0 0 0-16zm-1 3h2v4.6l3.4 2-1 1.7L11 12.7z"/>
 </svg>`;
 
+/** Runs of the selected schedule shown, newest first. */
+const RUNS_SHOWN = 50;
+
 export const scheduleIcon = new LabIcon({
   name: 'nbrunner:schedule',
   svgstr: SCHEDULE_SVG
@@ -41,6 +46,7 @@ export const scheduleIcon = new LabIcon({
 
 export namespace SchedulesView {
   export interface IOptions {
+    channel: PushChannel;
     openLog: (job: IJob) => void;
     openOutput: (job: IJob) => void;
     openJob: (job: IJob) => void;
@@ -61,6 +67,42 @@ export class SchedulesView extends PollingWidget {
     this.title.label = 'Schedules';
     this.title.caption = 'nbrunner schedules and their runs';
     this.title.icon = scheduleIcon;
+    const channel = (this._channel = options.channel);
+    channel.scheduleChanged.connect((_, change) => this._onSchedule(change), this);
+    channel.jobChanged.connect((_, change) => this._onRun(change), this);
+    channel.reloaded.connect(() => void this.refresh(), this);
+    channel.modeChanged.connect(() => this.update(), this);
+  }
+
+  protected polls(): boolean {
+    return this._channel.mode === 'polling';
+  }
+
+  private _onSchedule(change: Change<ISchedule>): void {
+    if (this._schedules === null) {
+      return;
+    }
+    if (change.deleted) {
+      this._schedules = this._schedules.filter(s => s.id !== change.id);
+    } else if (this._schedules.some(s => s.id === change.record.id)) {
+      this._replace(change.record);
+    } else {
+      this._schedules = [...this._schedules, change.record];
+    }
+    this.update();
+  }
+
+  /** A job changed: a run of the selected schedule goes into its runs, newest first. */
+  private _onRun(change: Change<IJob>): void {
+    if (!this._selected || this._runs === null) {
+      return;
+    }
+    const query = { ...EMPTY_QUERY, schedule: this._selected, limit: RUNS_SHOWN };
+    const applied = applyChange(this._runs, change, query, { first: true, last: this._runs.length < RUNS_SHOWN });
+    if (applied.rows !== this._runs) {
+      this._runs = applied.rows;
+      this.update();
+    }
   }
 
   /** Show the runs of this schedule (e.g. one just created). */
@@ -76,7 +118,7 @@ export class SchedulesView extends PollingWidget {
     const selected = this._selected;
     const [schedules, runs] = await Promise.allSettled([
       listSchedules(),
-      selected ? listScheduleRuns(selected) : Promise.resolve(null)
+      selected ? listScheduleRuns(selected, RUNS_SHOWN) : Promise.resolve(null)
     ]);
     if (schedules.status === 'fulfilled') {
       this._schedules = Array.isArray(schedules.value?.schedules)
@@ -91,7 +133,7 @@ export class SchedulesView extends PollingWidget {
     }
     if (selected === this._selected) {
       if (runs.status === 'fulfilled') {
-        this._runs = runs.value ? newestFirst(runs.value.jobs) : null;
+        this._runs = runs.value ? runs.value.jobs : null;
         this._runsError = null;
       } else {
         this._runsError = errorMessage(runs.reason);
@@ -156,36 +198,24 @@ export class SchedulesView extends PollingWidget {
   private _runHandlers(): IRowHandlers {
     return {
       onCancel: job =>
-        void (async () => {
-          try {
-            if (await confirmCancel(job)) {
-              await cancelJob(job.id);
-            }
-          } catch (error) {
-            Notification.error(`Could not cancel job ${job.id}: ${errorMessage(error)}`, {
-              autoClose: 8000
-            });
+        void cancelAfterConfirming(job).then(() => {
+          if (!this._channel.live) {
+            void this.refresh();
           }
-          await this.refresh();
-        })(),
+        }),
       onLog: job => this._options.openLog(job),
       onOpen: job => this._options.openOutput(job),
       onDetails: job => this._options.openJob(job),
       onPriority: async (job, priority) => {
-        try {
-          await setPriority(job.id, priority);
+        const updated = await changePriority(job, priority);
+        if (updated && !this._channel.live) {
           void this.refresh();
-          return true;
-        } catch (error) {
-          Notification.error(
-            `Could not change the priority of job ${job.id}: ${errorMessage(error)}`,
-            { autoClose: 8000 }
-          );
-          return false;
         }
+        return updated !== null;
       }
     };
   }
+
 
   protected render(): React.ReactElement {
     const now = Date.now();
@@ -195,6 +225,7 @@ export class SchedulesView extends PollingWidget {
     return (
       <div className="nbrunner-SchedulesView-content">
         <PanelHeader title="nbrunner schedules">
+          <LiveStatus mode={this._channel.mode} pollSeconds={JOBS_POLL_MS / 1000} />
           <ActionButton
             testid="nbrunner-schedules-refresh"
             label="Refresh schedules"
@@ -264,18 +295,17 @@ export class SchedulesView extends PollingWidget {
                 No runs yet{selected.paused ? ' (paused)' : ''}.
               </p>
             )}
-            <ul className="nbrunner-JobList" aria-label={`Runs of ${selected.name}`}>
-              {(this._runs ?? []).map(job => (
-                <JobRow
-                  key={job.id}
-                  job={job}
+            {this._runs && this._runs.length > 0 && (
+              <div className="nbrunner-JobTable-wrap">
+                <JobTable
+                  rows={this._runs}
+                  label={`Runs of ${selected.name}`}
                   now={now}
-                  busy={false}
-                  highlighted={false}
                   handlers={this._runHandlers()}
+                  testid="nbrunner-schedule-run-list"
                 />
-              ))}
-            </ul>
+              </div>
+            )}
           </section>
         )}
       </div>
@@ -283,6 +313,7 @@ export class SchedulesView extends PollingWidget {
   }
 
   private _options: SchedulesView.IOptions;
+  private _channel: PushChannel;
   private _schedules: ISchedule[] | null = null;
   private _error: string | null = null;
   private _selected: string | null = null;

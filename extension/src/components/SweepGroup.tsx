@@ -1,11 +1,11 @@
 /**
- * A sweep in the Jobs panel: a header counting its planned trials by status, its
- * leaderboard, and the rows of its trials' jobs.
+ * A sweep above the Jobs table when the table lists its trials: a header counting its
+ * planned trials by status, and its leaderboard.
  */
 import * as React from 'react';
 
 import { IJob, ISweep } from '../types';
-import { JobRow, IRowHandlers } from './JobRow';
+import { ActionButton } from './ActionButton';
 import { Leaderboard } from './Leaderboard';
 
 export interface ISweepState {
@@ -32,43 +32,51 @@ export function sweepSummary(jobs: IJob[], sweep: ISweep | null): string {
 
 export function SweepGroup(props: {
   id: string;
+  /** The trials the table shows (names for the leaderboard; counts until the sweep is known). */
   jobs: IJob[];
   state: ISweepState | null;
   collapsed: boolean;
   onToggle: () => void;
-  now: number;
-  pending: Set<string>;
-  highlight: string | null;
-  handlers: IRowHandlers;
+  onClose: () => void;
 }): React.ReactElement {
   const { id, jobs, state } = props;
   const sweep = state?.sweep ?? null;
   const names = new Map(jobs.map(j => [j.id, j.name]));
+  for (const entry of sweep?.jobs ?? []) {
+    if (typeof entry !== 'string' && entry && entry.id) {
+      names.set(entry.id, entry.name);
+    }
+  }
   const leaderboard = sweep?.leaderboard ?? [];
   const bodyId = `nbrunner-sweep-${id}-body`;
   return (
-    <li
-      className="nbrunner-SweepGroup"
-      data-testid="nbrunner-sweep"
-      data-sweep-id={id}
-      aria-label={`Sweep ${id}`}
-    >
-      <button
-        type="button"
-        className="nbrunner-SweepGroup-toggle"
-        data-testid="nbrunner-sweep-toggle"
-        aria-expanded={!props.collapsed}
-        aria-controls={bodyId}
-        onClick={props.onToggle}
-      >
-        <span className="nbrunner-SweepGroup-caret" aria-hidden="true">
-          {props.collapsed ? '▸' : '▾'}
-        </span>
-        Sweep <code>{id}</code>
-        <span className="nbrunner-SweepGroup-summary" data-testid="nbrunner-sweep-summary">
-          {sweepSummary(jobs, sweep)}
-        </span>
-      </button>
+    <section className="nbrunner-SweepGroup" data-testid="nbrunner-sweep" data-sweep-id={id} aria-label={`Sweep ${id}`}>
+      <div className="nbrunner-SweepGroup-head">
+        <button
+          type="button"
+          className="nbrunner-SweepGroup-toggle"
+          data-testid="nbrunner-sweep-toggle"
+          aria-expanded={!props.collapsed}
+          aria-controls={bodyId}
+          onClick={props.onToggle}
+        >
+          <span className="nbrunner-SweepGroup-caret" aria-hidden="true">
+            {props.collapsed ? '▸' : '▾'}
+          </span>
+          Sweep <code>{id}</code>
+          <span className="nbrunner-SweepGroup-summary" data-testid="nbrunner-sweep-summary">
+            {sweepSummary(jobs, sweep)}
+          </span>
+        </button>
+        <ActionButton
+          testid="nbrunner-sweep-close"
+          label={`Stop showing sweep ${id}: list every job`}
+          title="List every job again"
+          onClick={props.onClose}
+        >
+          All jobs
+        </ActionButton>
+      </div>
       {!props.collapsed && (
         <div id={bodyId} className="nbrunner-SweepGroup-body">
           {state?.error && !sweep && (
@@ -76,26 +84,9 @@ export function SweepGroup(props: {
               Leaderboard unavailable: {state.error}
             </p>
           )}
-          {leaderboard.length > 0 && (
-            <Leaderboard sweep={id} entries={leaderboard} names={names} />
-          )}
-          <ul
-            className="nbrunner-JobList nbrunner-SweepGroup-trials"
-            aria-label={`Trials of sweep ${id}`}
-          >
-            {jobs.map(job => (
-              <JobRow
-                key={job.id}
-                job={job}
-                now={props.now}
-                busy={props.pending.has(job.id)}
-                highlighted={props.highlight === job.id}
-                handlers={props.handlers}
-              />
-            ))}
-          </ul>
+          {leaderboard.length > 0 && <Leaderboard sweep={id} entries={leaderboard} names={names} />}
         </div>
       )}
-    </li>
+    </section>
   );
 }

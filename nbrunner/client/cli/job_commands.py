@@ -66,15 +66,22 @@ def jobs(status: Optional[str] = typer.Option(None, "--status"),
          limit: Optional[int] = typer.Option(None, "--limit", help=f"show the newest N jobs (default {JOBS_SHOWN})"),
          every: bool = typer.Option(False, "--all", help="show every job"),
          schedule: Optional[str] = typer.Option(None, "--schedule", metavar="ID", help="only the runs of this schedule"),
-         as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
+         as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption,
+         live: bool = typer.Option(False, "--watch", help="a live table, changes as they happen, until Ctrl-C")) -> None:
     """List the newest jobs (--json: {"jobs": [newest first], "next": cursor or null}, as GET /jobs)."""
     if status is not None and status not in STATUSES:
         raise typer.BadParameter(f"--status must be one of {', '.join(STATUSES)}")
     if limit is not None and every:
         raise typer.BadParameter("--limit and --all do not go together")
+    if live and (every or as_json):
+        raise typer.BadParameter("--watch shows the newest jobs live: not with --all or --json")
     if limit is not None and limit < 1:
         raise typer.BadParameter(f"--limit must be a positive integer, got {limit}")
     backend = cluster_of(workspace).backend
+    if live:
+        from ..watch import watch
+
+        return watch(backend, status, schedule, limit or JOBS_SHOWN, **terminal())
     records, after = backend.jobs(status, None if every else limit or JOBS_SHOWN, schedule=schedule)
     if as_json:
         print_json({"jobs": [r.to_dict() for r in records], "next": after})
