@@ -16,6 +16,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 bash scripts/test_extension.sh
+# JupyterHub's own proxy, from npm, for the hub tests: it streams responses (the push channel)
+[ -x .cache/chp/node_modules/.bin/configurable-http-proxy ] ||
+  npm install --prefix .cache/chp --no-audit --no-fund --silent configurable-http-proxy@5.3.0
 bash scripts/check_quickstart.sh
 # the fast tier first (pure tests: no Redis, kernel or process; seconds), then the slow one
 .venv/bin/python -m pytest -q -m "not slow" "$@"

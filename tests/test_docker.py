@@ -52,7 +52,8 @@ def test_the_hub_variant_runs_the_tested_hub_config_with_the_cluster():
     hub = services["hub"]
     assert hub["profiles"] == ["hub"] and "profiles" not in services["lab"]  # the default up is unchanged
     assert hub["build"]["args"]["NBRUNNER_EXTRAS"] == "[hub]"
-    assert "configurable-http-proxy" in hub["build"]["args"]["EXTRA_PACKAGES"]
+    assert hub["build"]["args"]["NPM_PACKAGES"].startswith("configurable-http-proxy@")  # npm's: it streams
+    assert 'ARG NPM_PACKAGES=""' in (DOCKER / "Dockerfile").read_text()
     assert "./jupyterhub/jupyterhub_config.py:/etc/jupyterhub/jupyterhub_config.py:ro" in hub["volumes"]
     assert "workspace:/workspace" in hub["volumes"]
     assert hub["environment"]["NBRUNNER_REDIS_URL"].startswith("redis://")

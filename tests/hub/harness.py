@@ -3,7 +3,10 @@
 The hub runs the repository's ``docker/jupyterhub/jupyterhub_config.py`` (so the deployment's
 settings are the tested ones), plus what a test needs on top: its state (database, cookie
 secret, proxy pid file) in a scratch directory, free ports for the public proxy, the hub and
-the proxy's API, the Python ``configurable-http-proxy``, DummyAuthenticator (any password) with
+the proxy's API, JupyterHub's own proxy (``configurable-http-proxy`` from npm, which
+``scripts/test.sh`` installs under ``.cache/chp``: it streams responses, as the push channel
+needs; the Python re-implementation of the same name, used when it is missing, holds each
+response back until it is whole), DummyAuthenticator (any password) with
 the admins given, a spawner of the caller's choice (``simple``: SimpleLocalProcessSpawner), and
 two services of its own: ``harness`` (its token manages users, groups, tokens and servers through
 the hub's REST API) and ``other`` (a service that is not nbrunner, for "another service's token";
@@ -37,6 +40,7 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[2]
 HUB_CONFIG = REPO / "docker" / "jupyterhub" / "jupyterhub_config.py"
+NPM_PROXY = REPO / ".cache" / "chp" / "node_modules" / ".bin" / "configurable-http-proxy"
 SERVICE = "nbrunner"
 ADMIN_GROUP = "nbrunner-admins"  # the repository config's --admin-group
 OTHER_USERS = "other-service-users"  # a group whose members may use the service "other" too
@@ -118,6 +122,7 @@ c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = {self.hub_port}
 c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{self.proxy_api_port}"
 c.ConfigurableHTTPProxy.pid_file = {str(self.dir / "proxy.pid")!r}
+{f"c.ConfigurableHTTPProxy.command = [{str(NPM_PROXY)!r}]" if NPM_PROXY.exists() else ""}
 c.JupyterHub.db_url = {"sqlite:///" + str(self.dir / "jupyterhub.sqlite")!r}
 c.JupyterHub.cookie_secret_file = {str(self.dir / "cookie_secret")!r}
 c.JupyterHub.authenticator_class = "dummy"

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
+import time
 
 import psutil
 import pytest
@@ -44,6 +47,42 @@ def test_the_cli_speaks_to_the_hub_service_with_each_users_token(hub, tokens):
     assert admin["id"] == job["id"]
     assert_one_line_error(nbrunner(hub, "forged", home, "jobs"), 1, "refused the request (403)")
     assert_one_line_error(nbrunner(hub, None, home, "jobs"), 1, "refused the request (401)")
+
+
+def test_jobs_watch_follows_the_services_push_channel_with_only_the_users_jobs(hub, tokens):
+    """bob's `nbrunner jobs --watch` through the service: a line per change of his jobs, as they
+    happen, none of alice's; Ctrl-C ends it (exit 130)."""
+    home = short_tmpdir("nbaw")
+    make_notebook(home / "w.ipynb", "print('watched')")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NBRUNNER_")}
+    env.update(NBRUNNER_SERVICE_URL=f"{hub.url}/services/nbrunner/", NBRUNNER_TOKEN=tokens["bob"],
+               NBRUNNER_RUNTIME_DIR=str(short_tmpdir("nbrt")))
+    wait_for(lambda: nbrunner(hub, tokens["bob"], home, "jobs").returncode == 0, 60, 0.5, "the service")
+    watch = subprocess.Popen([sys.executable, "-m", "nbrunner", "jobs", "--watch", "--limit", "5"], cwd=home,
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines: list[str] = []
+    pending = b""
+
+    def read_until(pred, timeout: float = 120) -> None:
+        nonlocal pending
+        deadline = time.monotonic() + timeout
+        while not pred():
+            assert time.monotonic() < deadline and watch.poll() is None, (lines, watch.stderr.read() if watch.poll() else "", hub.log_tail())
+            if select.select([watch.stdout], [], [], 1)[0]:
+                pending += os.read(watch.stdout.fileno(), 65536)
+                *done, pending = pending.split(b"\n")
+                lines.extend(line.decode() for line in done)
+
+    try:
+        read_until(lambda: any("(live; Ctrl-C to stop)" in line for line in lines))
+        theirs = json.loads(nbrunner(hub, tokens["alice"], home, "submit", "w.ipynb", "--json").stdout)["id"]
+        mine = json.loads(nbrunner(hub, tokens["bob"], home, "submit", "w.ipynb", "--json").stdout)["id"]
+        read_until(lambda: any(mine in line and " completed " in f"{line} " for line in lines))
+        assert [line.split()[1:4] for line in lines if mine in line][0] == [mine, "w", "queued"]
+        assert not any(theirs in line for line in lines)
+    finally:
+        watch.send_signal(signal.SIGINT)
+        assert watch.wait(20) == 130, watch.stderr.read()
 
 
 def test_a_users_server_forwards_to_the_service(hub_cluster):

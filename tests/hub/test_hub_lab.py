@@ -203,8 +203,29 @@ def test_alice_runs_a_job_from_her_lab_as_herself_and_bob_never_sees_it(lab_hub,
             context, page = login(browser, hub, BOB)
             panel = jobs_panel(page)
             expect(panel).to_be_visible()
-            page.wait_for_timeout(3000)  # the table has loaded and the channel had its chance
+            # the panel is live: its push channel streams through the hub's proxy and bob's server
+            expect(panel.get_by_test_id("nbrunner-live-status")).to_have_attribute("data-mode", "live",
+                                                                                   timeout=30_000)
             expect(panel.get_by_text(job["id"])).to_have_count(0)
+            # what bob's channel carries while both submit: his job's changes, none of alice's
+            page.evaluate("""url => { window.heard = [];
+                const source = new EventSource(url);
+                for (const kind of ['job', 'cluster', 'sweep', 'schedule'])
+                    source.addEventListener(kind, e => window.heard.push(e.data)); }""",
+                          f"{hub.url}/user/{BOB}/nbrunner/api/events")
+            page.wait_for_timeout(1000)
+            code, theirs = service(hub, tokens[ALICE], "POST", "jobs", body={
+                "notebook": "who.ipynb", "content": json.loads((Path(people[ALICE].pw_dir) / "who.ipynb").read_text())})
+            assert code == 201, theirs
+            code, mine = service(hub, tokens[BOB], "POST", "jobs", body={
+                "notebook": "who.ipynb", "content": json.loads((Path(people[BOB].pw_dir) / "who.ipynb").read_text())})
+            assert code == 201, mine
+            expect(panel.get_by_text(mine["id"]).first).to_be_visible(timeout=30_000)
+            wait_for(lambda: any('"completed"' in m and mine["id"] in m for m in page.evaluate("window.heard")),
+                     180, 0.5, "bob's job to finish on his channel")
+            heard = page.evaluate("window.heard")
+            assert not any(theirs["id"] in m or f'"owner":"{ALICE}"' in m.replace(" ", "") for m in heard), heard
+            expect(panel.get_by_text(theirs["id"])).to_have_count(0)
             context.close()
         finally:
             browser.close()
