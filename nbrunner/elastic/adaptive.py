@@ -72,8 +72,10 @@ def gain(gns: Optional[dict], base: int, batch: int) -> float:
     if avg is None or batch <= base:
         return 1.0
     tr, sqr = max(avg[0], 0.0), max(avg[1], 0.0)
-    if tr + sqr <= 0:
+    scale = max(tr, sqr)
+    if not 0 < scale < math.inf:
         return 1.0
+    tr, sqr = tr / scale, sqr / scale  # the larger is 1: tiny (subnormal) statistics keep their ratio
     return (tr / base + sqr) / (tr / batch + sqr)
 
 

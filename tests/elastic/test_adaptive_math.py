@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from nbrunner.core.efficiency import check_efficiency
@@ -62,6 +62,8 @@ def test_gain_and_efficiency_from_the_noise_scale():
 @settings(max_examples=200, deadline=None)
 @given(st.floats(-1e3, 1e6), st.floats(-1e3, 1e3), st.sampled_from([8, 32, 100]), st.integers(1, 40),
        st.one_of(st.none(), st.integers(100, 5000)))
+@example(2.2250738585e-313, 0.0, 32, 3, None)  # subnormal statistics: pure noise, the gain B / B0
+@example(2.2250738585e-313, 0.0, 8, 3, None)
 def test_the_efficiency_map_is_what_the_allocator_accepts(tr, sqr, base, most, max_batch):
     gns = adaptive.smoothed(None, tr, sqr)
     eff = adaptive.efficiency_map(gns, base, max_batch, 1500, most)
