@@ -7,7 +7,8 @@ join or leave) and at least every ``interval`` seconds:
 
 1. capacity: the slots that live workers registered;
 2. recovery: jobs whose worker stopped heart-beating are re-queued (or failed);
-3. allocation: :func:`nbrunner.core.allocate.allocate` on the active jobs' demands;
+3. allocation: :func:`nbrunner.core.allocate.allocate` on the active jobs' demands (under the
+   ``goodput`` policy with each job's attained service, :mod:`nbrunner.control.attained`);
 4. grants: shrinks are published and wait for the job's release; freed slots go to jobs
    below their share; admitted queued jobs are placed on concrete slots and handed to rq.
 """
@@ -31,8 +32,8 @@ from rq.job import Job as RqJob
 
 from ..core.accounts import AccountTree
 from ..core.allocate import allocate
-from ..core.config import (JOB_GRACE_S, KEEP_DAYS, LEASE_TTL, RENEWALS_PER_TTL, SCHEDULER_INTERVAL_S, STRANDED_AFTER_S,
-                           Settings, check)
+from ..core.config import (GOODPUT_QUEUE, JOB_GRACE_S, KEEP_DAYS, LEASE_TTL, RENEWALS_PER_TTL, SCHEDULER_INTERVAL_S,
+                           STRANDED_AFTER_S, Settings, check)
 from ..core.keys import ACTIVE, LEASE, POLICY, job_key
 from ..core.lifecycle import Dispatch, Position, Preempt, Refused, SetAccount, Shrunk, Undispatch, WorkerLost
 from ..core.models import JobRecord, utcnow
@@ -42,6 +43,7 @@ from ..core.reclaim import reclaim_plan
 from ..core.shares import account_shares
 from ..core.store import JobStore
 from . import accounts, grants
+from .attained import AttainedLedger
 from .actions import advance, carry_out
 from .job_access import revoke_access, runs_as_owner
 from .retention import Retention
@@ -96,42 +98,46 @@ class Division(NamedTuple):
     rows: list[dict]
 
 
-def divide(total: int, demands: list[dict], policy: str, tree: AccountTree | None) -> tuple:
-    """(shares, admitted ids, account of each job, account rows) of ``demands``."""
+def divide(total: int, demands: list[dict], policy: str, tree: AccountTree | None,
+           queues: tuple[float, ...] | None = None) -> tuple:
+    """(shares, admitted ids, account of each job, account rows) of ``demands``; ``queues``: the
+    goodput policy's queue thresholds (attained GPU-seconds; None: its defaults)."""
     if tree is None:
-        return allocate(total, demands, policy), admitted(total, demands, policy), {}, []
-    s = account_shares(total, demands, policy, tree)
+        return allocate(total, demands, policy, queue_thresholds=queues), admitted(total, demands, policy), {}, []
+    s = account_shares(total, demands, policy, tree, queue_thresholds=queues)
     ok = {d["id"] for d in demands if s.jobs.get(d["id"], 0) > 0 or d["max_gpus"] == 0}
     return s.jobs, ok, s.account_of, s.accounts
 
 
-def placeable(store: JobStore, live: list[JobRecord], total: int, policy: str, tree: AccountTree | None = None
-              ) -> Division:
+def placeable(store: JobStore, live: list[JobRecord], total: int, policy: str, tree: AccountTree | None = None,
+              attained: dict[str, float] | None = None, queues: tuple[float, ...] | None = None) -> Division:
     """The division of the live jobs the allocator accepts; a job whose demand it refuses (e.g. a
-    GPU count out of range written by an older version) is quarantined."""
+    GPU count out of range written by an older version) is quarantined.  ``attained``: the
+    GPU-seconds each job has received (goodput serves the least served first)."""
+    attained = attained or {}
     def refused(rec: JobRecord, exc: Exception) -> None:
         quarantined(store, rec.id, f"the job could not be placed ({exc.__class__.__name__}: {exc})")
 
     demands, kept = [], []
     for rec in live:
         try:
-            demands.append(demand_of(rec))
+            demands.append(demand_of(rec, attained.get(rec.id, 0.0)))
             kept.append(rec)
         except Exception as exc:  # noqa: BLE001
             refused(rec, exc)
     try:
-        return Division(kept, demands, *divide(total, demands, policy, tree))
+        return Division(kept, demands, *divide(total, demands, policy, tree, queues))
     except (ValueError, TypeError, OverflowError):
         pass
     good = []
     for rec, d in zip(kept, demands):  # find the demands the allocator refuses, one by one
         try:
-            divide(total, [d], policy, tree)
+            divide(total, [d], policy, tree, queues)
             good.append((rec, d))
         except Exception as exc:  # noqa: BLE001
             refused(rec, exc)
     kept, demands = [r for r, _ in good], [d for _, d in good]
-    return Division(kept, demands, *divide(total, demands, policy, tree))
+    return Division(kept, demands, *divide(total, demands, policy, tree, queues))
 
 
 class Scheduler:
@@ -139,7 +145,7 @@ class Scheduler:
 
     def __init__(self, settings: Settings, policy: str | None = None, interval: float = SCHEDULER_INTERVAL_S,
                  name: str | None = None):
-        check((LEASE_TTL,))  # a bad value stops the scheduler here, not in every pass
+        check((LEASE_TTL, GOODPUT_QUEUE))  # a bad value stops the scheduler here, not in every pass
         self.settings = settings
         self.store = JobStore.from_url(settings.url)
         self.r = self.store.r
@@ -151,6 +157,7 @@ class Scheduler:
         self._next_fire = None  # the earliest fire time of a schedule: the loop wakes for it
         self._next_expiry: float | None = None  # monotonic time the first worker registration expires
         self.retention = Retention(self.store, settings, KEEP_DAYS.days())
+        self.attained = AttainedLedger(self.r)  # the goodput policy's attained service, per job
         if policy:
             self.r.set(POLICY, policy)
         elif not self.r.exists(POLICY):
@@ -320,13 +327,16 @@ class Scheduler:
         live = [r for r in jobs if not r.finished and not r.cancel_requested]
         total = len(cap.slots)
         tree = accounts.current(self.store)
-        div = placeable(self.store, live, total, self.policy, tree)
+        policy = self.policy
+        served = self.attained.of(live) if policy == "goodput" else {}
+        queues = (GOODPUT_QUEUE.seconds(),) if policy == "goodput" else None
+        div = placeable(self.store, live, total, policy, tree, served, queues)
         shares, reasons = div.shares, {}
         if tree is not None:
             shares, reasons = self.reclaim(div, tree)
         grant_of = {r.id: [tuple(s) for s in grants.read_grant(self.r, r.id)["slots"]]
                     for r in div.jobs if started(r) and r.elastic}
-        steps = plan(div.jobs, shares, div.admitted, grant_of, cap.slots - set(held), self.policy)
+        steps = plan(div.jobs, shares, div.admitted, grant_of, cap.slots - set(held), policy)
         for step in steps:
             with contained(self.store, step.rec, "could not be placed"):
                 if step.kind == "shrink" and step.rec.id in reasons:

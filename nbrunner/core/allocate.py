@@ -36,7 +36,8 @@ from .shares import account_shares
 __all__ = ["allocate", "POLICIES", "MIN_PRIORITY", "MAX_PRIORITY"]
 
 
-def allocate(total_gpus: int, demands: list[dict], policy: str = "fairshare", accounts=None) -> dict[Any, int]:
+def allocate(total_gpus: int, demands: list[dict], policy: str = "fairshare", accounts=None, *,
+             queue_thresholds: tuple[float, ...] | None = None) -> dict[Any, int]:
     """Return ``{id: gpus}`` for every demand (0 = not admitted / queued).
 
     Order: running jobs first, then the rest; within each group fairshare sorts by
@@ -49,12 +50,15 @@ def allocate(total_gpus: int, demands: list[dict], policy: str = "fairshare", ac
     ``nbrunner.core.goodput``) admits as fairshare and gives the GPUs above the
     minimums short work first (queues by ``attained`` GPU-seconds), each queue's
     by the measured speedups of its jobs' ``throughput`` (``{gpus:
-    samples_per_s}``), restart-aware via ``gpus``/``pause_s``. ``accounts``: an accounts tree (dict or ``AccountTree``) to divide by first
+    samples_per_s}``, times ``efficiency`` when the job adapts its batch),
+    restart-aware via ``gpus``/``pause_s``; ``queue_thresholds``: its queues'
+    attained-service thresholds (default ``nbrunner.core.goodput.QUEUE_THRESHOLDS``).
+    ``accounts``: an accounts tree (dict or ``AccountTree``) to divide by first
     (``nbrunner.core.shares``). Raises ``ValueError`` on invalid input.
     """
     total = check_call(total_gpus, policy)
     if accounts is not None:
-        return account_shares(total, demands, policy, accounts).jobs
+        return account_shares(total, demands, policy, accounts, queue_thresholds=queue_thresholds).jobs
     if len(demands) == 0:
         return {}
     d = read_demands(demands)
@@ -64,6 +68,6 @@ def allocate(total_gpus: int, demands: list[dict], policy: str = "fairshare", ac
     cut = int(np.searchsorted(np.cumsum(m), total, side="right"))  # first job that doesn't fit
     adm = order[:cut]
     alloc = np.zeros(len(d.ids), dtype=np.int64)
-    alloc[adm] = split_admitted(policy, total, adm, d)
+    alloc[adm] = split_admitted(policy, total, adm, d, thresholds=queue_thresholds)
     return dict(zip(d.ids, alloc.tolist()))
 

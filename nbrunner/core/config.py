@@ -120,6 +120,9 @@ WORKER_TTL = Variable("NBRUNNER_WORKER_TTL", "seconds without heartbeat before a
                       15, "seconds")
 LEASE_TTL = Variable("NBRUNNER_LEASE_TTL", "seconds without renewal before a standby scheduler takes over "
                      "the active one's lease", 5, "seconds")
+GOODPUT_QUEUE = Variable("NBRUNNER_GOODPUT_QUEUE_S",
+                         "attained GPU-seconds after which the goodput policy serves a job in its second queue "
+                         "(after the jobs that received less)", 16 * 3600, "seconds")
 KEEP_DAYS = Variable("NBRUNNER_KEEP_DAYS",
                      "remove finished jobs (record and run directory) this many days after they ended",
                      kind="days", shown="keep every job")
@@ -189,8 +192,8 @@ JOB_CHANNEL = Variable("NBRUNNER_JOB_CHANNEL", "`worker`: a job's processes ask 
                        internal=True)
 
 #: Every variable, users' first.
-VARIABLES = (WORKSPACE, REDIS_URL, STORAGE, RETRIES, WORKER_TTL, LEASE_TTL, KEEP_DAYS, RUNTIME_DIR, WARM_KERNEL,
-             LAB_TOKEN, ELASTIC_THREADS, ELASTIC_CPUS, ELASTIC_KEEP_LOGS, SERVICE_URL, TOKEN,
+VARIABLES = (WORKSPACE, REDIS_URL, STORAGE, RETRIES, WORKER_TTL, LEASE_TTL, GOODPUT_QUEUE, KEEP_DAYS, RUNTIME_DIR,
+             WARM_KERNEL, LAB_TOKEN, ELASTIC_THREADS, ELASTIC_CPUS, ELASTIC_KEEP_LOGS, SERVICE_URL, TOKEN,
              HOST, HOST_ADDR, JOB_ID, JOB_DIR, GPUS, SLOT_SOURCE, SPARE_KERNEL, WARM_IMPORTS, LEARNER_LOADED,
              ELASTIC_SYSPATH, ELASTIC_DEVICE, ELASTIC_STORE_TIMEOUT, ELASTIC_STANDBY, MIN_UID, RUN_AS_OWNER, JOB_CHANNEL)
 #: The variables users set (the README's configuration table).

@@ -80,10 +80,11 @@ def policy_order(d: Demands, policy: str, group: np.ndarray | None = None) -> np
     return np.lexsort(tuple(keys))
 
 
-def split_admitted(policy: str, shares, adm: np.ndarray, d: Demands, starts: np.ndarray | None = None) -> np.ndarray:
+def split_admitted(policy: str, shares, adm: np.ndarray, d: Demands, starts: np.ndarray | None = None,
+                   thresholds: tuple[float, ...] | None = None) -> np.ndarray:
     """GPUs of the admitted jobs ``adm`` (in order, groups contiguous from ``starts``; None
     means one group) when each group divides its share by the policy. Every group's
-    share covers its admitted minimums."""
+    share covers its admitted minimums. ``thresholds``: goodput's queue thresholds (None: its default)."""
     shares = np.asarray(shares, dtype=np.int64).reshape(-1)
     n = len(adm)
     if n == 0:
@@ -107,7 +108,7 @@ def split_admitted(policy: str, shares, adm: np.ndarray, d: Demands, starts: np.
         for g, (a, b) in enumerate(zip(starts.tolist(), ends.tolist())):
             part = adm[a:b]
             x[a:b] = goodput_allocate(int(shares[g]), m[a:b], M[a:b], d.w[part], d.w_is_int,
-                                      [d.items[i] for i in part], [d.ids[i] for i in part])
+                                      [d.items[i] for i in part], [d.ids[i] for i in part], thresholds)
         return x
     return fair_split(shares, m, M, d.w[adm], d.w_is_int, None if one else starts)
 

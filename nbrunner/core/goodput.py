@@ -28,7 +28,8 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    * in queue 0, measured jobs get the GPUs one at a time by the largest
      weighted marginal gain ``priority * (1/S(x) - 1/S(x+1))`` (Pollux's
      fairness-weighted speedup, a power mean with p = -1: concave here, so the
-     greedy is optimal; ties to the earlier job), never past their max, their
+     greedy is optimal; ties, equal up to rounding (:data:`TIE_RTOL`), to the
+     earlier job), never past their max, their
      peak or ``2 x`` their largest measured size (:data:`EXPLORE_FACTOR`; or
      their current size, if larger), so a job measured at one size (modelled as
      scaling linearly from there) grows step by step and is measured on the way;
@@ -55,11 +56,19 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    horizon exceed what the pause costs; GPUs of growths that are not made undo
    shrinks that fed them (in admission order, while they last).
 
+5. Batch-size adaptation: a demand may carry ``"efficiency"`` (``{gpus: statistical
+   efficiency}``, values in ``(0, 1]``): the job scales its batch with its GPUs, so what it
+   gains from ``n`` GPUs is its goodput, throughput x statistical efficiency. The model of
+   every step above is then fitted to its goodput points (``nbrunner.core.efficiency``)
+   instead of its raw throughput: the speedup it counts is progress, not samples.
+
 Without ``attained`` every job is in queue 0 and the policy is the plain goodput
 split of measured speedups; without measurements either, it equals fairshare.
 
 Conventions: ``throughput`` is ``{gpus: samples_per_s}`` (see
-``nbrunner.core.throughput``); ``attained``, ``pause_s`` and ``horizon_s`` are
+``nbrunner.core.throughput``), ``efficiency`` likewise keyed with values in ``(0, 1]``;
+``thresholds`` (a call's own queue thresholds, default :data:`QUEUE_THRESHOLDS`) increasing
+finite numbers > 0; ``attained``, ``pause_s`` and ``horizon_s`` are
 finite numbers >= 0 (``pause_s`` may be None: not measured); ``gpus`` an
 integer >= 0. Anything else raises ``ValueError``.
 """
@@ -71,6 +80,7 @@ from typing import Any
 
 import numpy as np
 
+from .efficiency import check_efficiency, goodput_points
 from .fairsplit import fair_split
 from .throughput import fit_arrays, points
 
@@ -83,12 +93,18 @@ EFFICIENCY_FLOOR = 0.85
 """Least speedup per GPU, ``S(n) / n``, of a long job's efficient size (queues after the first)."""
 HORIZON_S = 300.0
 EXPLORE_FACTOR = 2
+TIE_RTOL = 1e-9
+"""Marginal gains this close (relative) are a tie, given to the earlier job: float noise decides nothing."""
 _REAL = (int, float, np.integer, np.floating)
 
 
-def queue_of(attained) -> np.ndarray:
-    """Queue index of each attained service (GPU-seconds): 0 below the first threshold."""
-    return np.searchsorted(np.asarray(QUEUE_THRESHOLDS), np.asarray(attained, dtype=np.float64), side="right")
+def queue_of(attained, thresholds: tuple[float, ...] | None = None) -> np.ndarray:
+    """Queue index of each attained service (GPU-seconds): 0 below the first threshold
+    (``thresholds``, default :data:`QUEUE_THRESHOLDS`)."""
+    limits = np.asarray(QUEUE_THRESHOLDS if thresholds is None else thresholds, dtype=np.float64)
+    if len(limits) and not (np.isfinite(limits).all() and (limits > 0).all() and (np.diff(limits) > 0).all()):
+        raise ValueError(f"queue thresholds must be increasing finite numbers > 0, got {tuple(limits.tolist())}")
+    return np.searchsorted(limits, np.asarray(attained, dtype=np.float64), side="right")
 
 
 def attained_array(demands: list[dict], ids: list) -> np.ndarray:
@@ -106,14 +122,19 @@ def attained_array(demands: list[dict], ids: list) -> np.ndarray:
 
 
 def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_is_int: bool,
-                     adm_demands: list[dict], adm_ids: list) -> np.ndarray:
+                     adm_demands: list[dict], adm_ids: list, thresholds: tuple[float, ...] | None = None
+                     ) -> np.ndarray:
     """GPU counts of the admitted jobs (in admission order).
 
     ``m``/``M``/``w`` are the admitted jobs' min, max (capped at total) and
-    priorities in that order (``w_is_int``: all priorities whole numbers).
+    priorities in that order (``w_is_int``: all priorities whole numbers);
+    ``thresholds``: the queues' (default :data:`QUEUE_THRESHOLDS`).
     """
     attained = attained_array(adm_demands, adm_ids)
     thr = [d.get("throughput") or {} for d in adm_demands]
+    adapting = [i for i, d in enumerate(adm_demands) if d.get("efficiency") is not None]
+    for i in adapting:  # fitted to their goodput (throughput x efficiency)
+        thr[i] = _goodput_of(adm_demands[i], adm_ids[i])
     measured = np.fromiter((len(t) > 0 for t in thr), dtype=bool, count=len(thr))
     midx = np.flatnonzero(measured)
     for i in midx.tolist():
@@ -124,6 +145,11 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     rho = np.zeros(len(m))
     if len(midx):
         coef[midx], max_seen = fit_arrays([points(thr[i], adm_ids[i]) for i in midx])
+        if adapting:  # their largest size run, not the largest of their goodput points
+            row = {i: r for r, i in enumerate(midx.tolist())}
+            for i in adapting:
+                if i in row:
+                    max_seen[row[i]] = max(int(k) for k in adm_demands[i]["throughput"])
         held = np.fromiter((d.get("gpus", 0) if d.get("running", False) else 0 for d in (adm_demands[i] for i in midx)),
                            dtype=np.int64, count=len(midx))
         # Most each measured job may reach: 2x its largest measured size, or what it holds now (measured soon).
@@ -132,7 +158,7 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
 
     x = m.astype(np.int64).copy()
     avail = min(total, int(M.sum())) - int(m.sum())
-    queue = queue_of(attained)
+    queue = queue_of(attained, thresholds)
     queues = np.unique(queue).tolist()
     for q in queues:
         if avail <= 0:
@@ -160,6 +186,15 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
         x[later] += _greedy(avail, x[later], cap[later], coef[later], w[later], cur[later], rho[later])
     _restart_aware(x, m, M, midx, coef[midx], adm_demands)
     return x
+
+
+def _goodput_of(d: dict, ident: Any) -> dict:
+    """The points a batch-adapting job's model is fitted to: its goodput (validated)."""
+    thr, eff = d.get("throughput") or {}, d["efficiency"]
+    if thr:
+        return goodput_points(thr, eff, EXPLORE_FACTOR, ident)
+    check_efficiency(eff, ident)  # validated even before the job measured anything
+    return thr
 
 
 def _efficient_size(coef: np.ndarray, floor: float, cap: np.ndarray) -> np.ndarray:
@@ -224,8 +259,10 @@ def _greedy(pool: int, base: np.ndarray, cap: np.ndarray, coef: np.ndarray, w: n
     if len(cand) > pool:
         g = gain[cand]
         thresh = np.partition(g, len(g) - pool)[len(g) - pool]
-        above = cand[g > thresh]
-        tie = cand[g == thresh]
+        # Gains equal up to rounding (the same speedup fitted from other points) are ties.
+        near = np.abs(g - thresh) <= TIE_RTOL * thresh
+        above = cand[(g > thresh) & ~near]
+        tie = cand[near]
         tie = tie[np.lexsort((k[tie], job[tie]))][: pool - len(above)]
         cand = np.concatenate((above, tie))
     return np.bincount(job[cand], minlength=len(base)).astype(np.int64)

@@ -35,6 +35,7 @@ from typing import Any, Union
 import msgspec
 
 from .config import MAX_TIMEOUT_S
+from .efficiency import check_efficiency
 from .errors import Conflict
 from .models import JobPhase, JobRecord, JobStatus, check_priority
 
@@ -384,19 +385,26 @@ def _progress(rec: JobRecord, e: Progress) -> Transition:
     if e.progress is not None:
         changes["progress"] = max(0.0, min(1.0, float(e.progress)))
     if e.metrics:
-        changes["metrics"] = {**rec.metrics, **e.metrics}
+        scalars = {k: v for k, v in e.metrics.items() if k != "efficiency"}  # a map, kept apart (goodput's)
+        changes["metrics"] = {**rec.metrics, **scalars}
         changes.update(_throughput(rec, e.metrics))
     return Transition(_with(rec, **changes), (), e.name)
 
 
 def _throughput(rec: JobRecord, metrics: dict[str, Any]) -> dict[str, Any]:
-    """An elastic job's samples/s per learner count and last resize pause (goodput policy inputs)."""
+    """An elastic job's samples/s per learner count and last resize pause (goodput policy inputs);
+    a batch-adapting job's statistical efficiency per learner count comes apart (``efficiency``)."""
     out: dict[str, Any] = {}
     sps, n, pause = metrics.get("samples_per_s"), metrics.get("learners"), metrics.get("resize_pause_s")
     if isinstance(sps, (int, float)) and sps > 0 and isinstance(n, int) and not isinstance(n, bool) and n > 0:
         out["throughput"] = {**rec.throughput, str(n): float(sps)}
     if isinstance(pause, (int, float)) and not isinstance(pause, bool) and pause >= 0:
         out["pause_s"] = float(pause)
+    if "efficiency" in metrics:
+        try:
+            out["efficiency"] = {str(k): v for k, v in check_efficiency(metrics["efficiency"]).items()}
+        except ValueError:
+            pass  # malformed: dropped
     return out
 
 

@@ -225,6 +225,7 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     reclaimed: str | None = None  # why its GPUs were last taken back ("reclaimed by account vision")
     throughput: dict[str, float] = {}  # elastic: samples/s by learner count (goodput)
     pause_s: float | None = None  # elastic: the last resize's measured pause (goodput)
+    efficiency: dict[str, float] = {}  # elastic, adaptive batch: statistical efficiency by learner count (goodput)
 
     def __post_init__(self) -> None:
         if type(self.status) is not JobStatus:  # made in code with a plain string (decoding gives the enum)

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 Slot = tuple[str, int]
 
 
-def demand_of(rec: JobRecord) -> dict:
-    """The allocator's view of a job: elastic jobs range over [min, max]; others are gangs."""
+def demand_of(rec: JobRecord, attained: float = 0.0) -> dict:
+    """The allocator's view of a job: elastic jobs range over [min, max]; others are gangs.
+    ``attained``: the GPU-seconds it has received so far (its GPU timeline's integral)."""
     running = rec.status == "running" or rec.dispatched
     if rec.elastic and running and rec.training_over:
         lo = hi = 0
@@ -37,6 +38,7 @@ def demand_of(rec: JobRecord) -> dict:
     return {"id": rec.id, "min_gpus": lo, "max_gpus": hi, "priority": rec.priority,
             "submitted_at": parse_time(rec.created_at).timestamp(), "running": running,
             "throughput": rec.throughput, "gpus": len(rec.slots), "pause_s": rec.pause_s or 0.0,  # goodput inputs
+            "attained": attained, **({"efficiency": rec.efficiency} if rec.efficiency else {}),
             "owner": rec.owner, "groups": rec.groups}  # accounts inputs
 
 

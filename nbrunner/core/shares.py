@@ -86,9 +86,11 @@ class Shares:
     users: list[dict]             # {"account", "user", "jobs", "demand", "allocated"} per user with jobs
 
 
-def account_shares(total_gpus: int, demands: list[dict], policy: str, accounts: Any) -> Shares:
+def account_shares(total_gpus: int, demands: list[dict], policy: str, accounts: Any, *,
+                   queue_thresholds: tuple[float, ...] | None = None) -> Shares:
     """Allocate ``total_gpus`` between ``demands`` down the ``accounts`` tree (a dict as in the
-    accounts file, or an ``AccountTree``); see the module docstring. ``ValueError`` on bad input."""
+    accounts file, or an ``AccountTree``); see the module docstring. ``queue_thresholds``: the
+    goodput policy's (see ``allocate``). ``ValueError`` on bad input."""
     total = check_call(total_gpus, policy)
     tree = accounts_tree(accounts)
     acc = _Accounts(tree, total)
@@ -96,7 +98,7 @@ def account_shares(total_gpus: int, demands: list[dict], policy: str, accounts: 
         return _report(total, acc, None, None, np.zeros(0, np.int64), np.zeros(0, np.int64))
     d = read_demands(demands)
     users = _Users(d, tree, acc, policy, total)
-    alloc, used = _divide(total, policy, d, acc, users)
+    alloc, used = _divide(total, policy, d, acc, users, queue_thresholds)
     return _report(total, acc, d, users, alloc, used)
 
 
@@ -228,7 +230,8 @@ def _running_sum(v: np.ndarray, starts: np.ndarray, grp: np.ndarray) -> np.ndarr
     return c - (c[starts] - v[starts])[grp]
 
 
-def _divide(total: int, policy: str, d: Demands, acc: _Accounts, users: _Users) -> tuple[np.ndarray, np.ndarray]:
+def _divide(total: int, policy: str, d: Demands, acc: _Accounts, users: _Users,
+            thresholds: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """GPUs per demand and per user (rules 3 to 6)."""
     cap = users.demand.copy()
     while True:
@@ -247,7 +250,7 @@ def _divide(total: int, policy: str, d: Demands, acc: _Accounts, users: _Users) 
         if len(pos):
             who = users.juser[pos]
             starts = np.flatnonzero(np.r_[True, who[1:] != who[:-1]])
-            x = split_admitted(policy, s_user[who[starts]], users.jorder[pos], d, starts)
+            x = split_admitted(policy, s_user[who[starts]], users.jorder[pos], d, starts, thresholds)
             alloc[users.jorder[pos]] = x
             np.add.at(used, who, x)
         # Goodput left some of a share unused: lend it (rule 6). Caps only fall, so this ends.

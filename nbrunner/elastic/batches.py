@@ -75,12 +75,27 @@ class StepBatches:
         ``device``, and ``W`` times the chunk's share of the global batch."""
         B = self.batch_size
         epoch, pos = divmod(step, self.steps_per_epoch)
+        lo, hi = split_bounds(B, W, rank)
+        x, y = self._samples(epoch, pos * B + lo, pos * B + hi, device)
+        return x, y, (hi - lo) / B * W
+
+    def chunks_at(self, epoch: int, start: int, B: int, W: int, rank: int, device, parts: int = 1) -> list[tuple]:
+        """Learner ``rank``'s chunk of the ``B`` samples of epoch ``epoch``'s permutation from
+        ``start`` on (a batch-adapting run's step), in ``parts`` contiguous pieces: ``(x, y, n)`` each."""
+        lo, hi = split_bounds(B, W, rank)
+        out = []
+        for p in range(parts):
+            a, b = split_bounds(hi - lo, parts, p)
+            out.append((*self._samples(epoch, start + lo + a, start + lo + b, device), b - a))
+        return out
+
+    def _samples(self, epoch: int, start: int, stop: int, device) -> tuple:
+        """``(x, y)`` of samples ``start:stop`` of epoch ``epoch``'s permutation, on ``device``."""
         if self._perm_epoch != epoch:
             self._perm = epoch_permutation(self.n_train, self.seed, epoch)
             self._perm_epoch = epoch
-        lo, hi = split_bounds(B, W, rank)
-        x, y = split_batch(fetch(self.train_ds, self._perm[pos * B + lo:pos * B + hi]))
-        return to_device(x, device), to_device(y, device), (hi - lo) / B * W
+        x, y = split_batch(fetch(self.train_ds, self._perm[start:stop]))
+        return to_device(x, device), to_device(y, device)
 
     def test_batches(self, W: int, rank: int, batch_size: int, device) -> Iterator[tuple]:
         """``(x, y)`` batches of learner ``rank``'s chunk of the test set, on ``device``."""

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional
 
 from ..control import runtime
+from . import adaptive
 from .options import TrainOptions
 from .protocol import ElasticTrainingError, Plan
 
@@ -77,6 +78,9 @@ class HistoryRecorder:
         self.spe: Optional[int] = None
         self.n_train: Optional[int] = None
         self._rate = deque(maxlen=64)
+        self._batch = options.effective_batch_size  # the global batch of the running generation
+        self._progress: Optional[float] = None      # adapting the batch: the learners' fraction done
+        self._adapted: dict = {}                    # adapting the batch: the newest step's figures
         self._last_report = 0.0
         self._last_print = time.monotonic()
         self._resume_n_train: Optional[int] = None  # the training-set size of the checkpoint resumed from
@@ -116,10 +120,27 @@ class HistoryRecorder:
         (t0, s0), (t1, s1) = self._rate[0], self._rate[-1]
         if t1 <= t0 or s1 <= s0:
             return None
-        return (s1 - s0) * self.options.effective_batch_size / (t1 - t0)
+        return (s1 - s0) * self._batch / (t1 - t0)
 
     def total(self) -> Optional[int]:
-        return self.spe * self.options.epochs if self.spe else None
+        return self.spe * self.options.epochs if self.spe and not self.options.adaptive_batch else None
+
+    def fraction(self, step: int) -> Optional[float]:
+        """Progress (0..1) at ``step``: steps of the total, or the learners' own count when the
+        batch adapts (epochs then have no fixed number of steps)."""
+        total = self.total()
+        return (step / total) if total else self._progress
+
+    def _adaptive_metrics(self, r: dict) -> dict:
+        """A step record's batch-adaptation figures, and the efficiency map the allocator reads."""
+        self._batch = int(r["batch_size"])
+        self._progress = r.get("progress")
+        o = self.options
+        eff = adaptive.efficiency_map(r.get("gns"), o.effective_batch_size, o.max_batch, self.n_train,
+                                      o.max_gpus or o.cap)
+        out = {k: r[k] for k in ("batch_size", "statistical_efficiency", "gain", "lr_factor", "noise_scale")}
+        self._adapted = {**out, "efficiency": eff} if eff else out
+        return self._adapted
 
     def on_dataset(self, r: dict) -> None:
         """A learner's ``ready`` record: the first one tells the dataset's size.
@@ -149,18 +170,19 @@ class HistoryRecorder:
         self.step = step
         self.step_high = max(self.step_high, step)
         self.world = r["world"]
+        extra = self._adaptive_metrics(r) if "batch_size" in r else {}
         self._rate.append((r["t"], step))
         sps = self.sps()
         if self._on_progress is not None:
             self._on_progress(step)
         for cb in self.callbacks:
-            cb.on_step(step, {"loss": r["loss"], "learners": r["world"], "samples_per_s": sps, "time": r["t"]})
+            cb.on_step(step, {"loss": r["loss"], "learners": r["world"], "samples_per_s": sps, "time": r["t"],
+                              **{k: v for k, v in extra.items() if k != "efficiency"}})
         now = time.monotonic()
-        total = self.total()
         if now - self._last_report >= 1.0:
             self._last_report = now
-            runtime.report(progress=(step / total) if total else None,
-                           metrics={"loss": r["loss"], "samples_per_s": sps, "learners": r["world"]}, step=step)
+            runtime.report(progress=self.fraction(step),
+                           metrics={"loss": r["loss"], "samples_per_s": sps, "learners": r["world"], **extra}, step=step)
         if self.options.verbose and self.options.print_every > 0 and now - self._last_print >= self.options.print_every:
             self._last_print = now
             e, pos = divmod(step, self.spe or 1)
@@ -184,9 +206,8 @@ class HistoryRecorder:
             for cb in self.callbacks:
                 cb.on_rescale(info)
         self.step = int(r["step"])
-        total = self.total()
         pause = {"resize_pause_s": r["pause_s"]} if plan.reason != "start" and r["pause_s"] is not None else {}
-        runtime.report(progress=(self.step / total) if total else None, metrics={"learners": plan.world, **pause},
+        runtime.report(progress=self.fraction(self.step), metrics={"learners": plan.world, **pause},
                        step=self.step)  # the job's record shows the new size at once
 
     def on_epoch(self, rec: dict) -> None:
@@ -196,6 +217,7 @@ class HistoryRecorder:
         if not first:
             return
         total = self.total()
+        done = (rec["step"] / total) if total else e / max(1, self.options.epochs)
         sps = self.sps()
         if sps:
             rec = dict(rec, samples_per_s=sps)
@@ -205,9 +227,10 @@ class HistoryRecorder:
         # throughput): with epochs shorter than the report interval there is no other, so it
         # carries them too
         metrics["learners"] = self.world
+        metrics.update(self._adapted)
         if sps:
             metrics["samples_per_s"] = sps
-        runtime.report(progress=(rec["step"] / total) if total else None, metrics=metrics, epoch=e, step=rec["step"])
+        runtime.report(progress=done if self.spe else None, metrics=metrics, epoch=e, step=rec["step"])
         self._last_report = time.monotonic()
         self._last_print = time.monotonic()
         if self.options.verbose:

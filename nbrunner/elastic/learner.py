@@ -40,6 +40,7 @@ import torch.distributed as dist
 
 from ..core.config import (ELASTIC_CPUS, ELASTIC_DEVICE, ELASTIC_STANDBY, ELASTIC_STORE_TIMEOUT, ELASTIC_SYSPATH,
                            ELASTIC_THREADS, LEARNER_LOADED)
+from .batch_adaptation import BatchAdaptation
 from .batches import StepBatches
 from .checkpoints import CheckpointWriter
 from .group import GenerationGroup
@@ -127,7 +128,9 @@ class Learner:
         t_data = time.time()
         batches = StepBatches(ds[0], ds[1], int(cfg["effective_batch_size"]), cfg["seed"], int(cfg["epochs"]))
         self.checkpoints = CheckpointWriter(cfg.get("checkpoint_dir"), int(cfg.get("keep_checkpoints", 2)))
-        self.loop = TrainingLoop(self.lid, self.state, batches, loss_fn, metrics, cfg, self.poller, self.checkpoints)
+        adapt = BatchAdaptation(cfg, batches.n_train) if cfg.get("adaptive_batch") else None
+        self.loop = TrainingLoop(self.lid, self.state, batches, loss_fn, metrics, cfg, self.poller, self.checkpoints,
+                                 adapt)
         # DistributedDataParallel imports torch._dynamo on first use (~1 s): do it now, while
         # the current learners keep training, instead of during the resize pause.
         import torch._dynamo  # noqa: F401

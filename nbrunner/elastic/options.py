@@ -11,8 +11,12 @@ class TrainOptions:
     """Arguments of :meth:`ElasticTrainer.train` (documented there), with the same defaults.
 
     Raises:
-        ValueError: ``epochs`` < 0, ``effective_batch_size`` < 1, ``max_gpus`` < 0, or
-            ``min_gpus`` > ``max_gpus`` (``max_gpus=0`` means no limit, like None).
+        ValueError: ``epochs`` < 0, ``effective_batch_size`` < 1, ``max_gpus`` < 0,
+            ``min_gpus`` > ``max_gpus`` (``max_gpus=0`` means no limit, like None), or
+            ``max_batch`` without ``adaptive_batch`` or below ``effective_batch_size``.
+
+    ``adaptive_batch`` and ``max_batch`` are the trainer's (``ElasticTrainer(adaptive_batch=...,
+    max_batch=...)``, see :mod:`nbrunner.elastic.adaptive`).
     """
 
     epochs: int = 10
@@ -40,6 +44,8 @@ class TrainOptions:
     keep_checkpoints: int = 2
     prestart: Optional[int] = None
     threads_per_learner: Optional[int] = None
+    adaptive_batch: bool = False
+    max_batch: Optional[int] = None
 
     def __post_init__(self):
         if self.epochs < 0 or self.effective_batch_size < 1:
@@ -62,6 +68,14 @@ class TrainOptions:
         self.broadcast_buffers = bool(self.broadcast_buffers)
         self.find_unused_parameters = bool(self.find_unused_parameters)
         self.keep_checkpoints = int(self.keep_checkpoints)
+        self.adaptive_batch = bool(self.adaptive_batch)
+        if self.max_batch is not None:
+            if not self.adaptive_batch:
+                raise ValueError("max_batch needs adaptive_batch=True")
+            if isinstance(self.max_batch, bool) or not isinstance(self.max_batch, int) \
+                    or self.max_batch < self.effective_batch_size:
+                raise ValueError(f"max_batch ({self.max_batch}) must be a whole number >= effective_batch_size "
+                                 f"({self.effective_batch_size})")
 
     @property
     def cap(self) -> int:
@@ -73,5 +87,7 @@ class TrainOptions:
         cfg = {k: getattr(self, k) for k in (
             "epochs", "effective_batch_size", "seed", "checkpoint_every", "sync_batchnorm", "snapshot_every", "timeout",
             "eval_batch_size", "broadcast_buffers", "find_unused_parameters", "keep_checkpoints")}
+        if self.adaptive_batch:
+            cfg.update(adaptive_batch=True, max_batch=self.max_batch)
         cfg["checkpoint_dir"] = checkpoint_dir
         return cfg

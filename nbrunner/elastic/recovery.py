@@ -36,7 +36,7 @@ def resume(options: TrainOptions, ckpt_dir: Optional[Path], model, optimizer) ->
     run did not finish is removed, never read.
 
     Raises:
-        ValueError: the checkpoint was written with another batch size or seed.
+        ValueError: the checkpoint was written with another batch size, seed or batch adaptation.
     """
     remove_stale(ckpt_dir)
     path, checkpoint = latest_checkpoint(ckpt_dir)
@@ -48,6 +48,9 @@ def resume(options: TrainOptions, ckpt_dir: Optional[Path], model, optimizer) ->
             f"checkpoint {path} was written with effective_batch_size={cfg.get('effective_batch_size')}, "
             f"seed={cfg.get('seed')}; this run uses {options.effective_batch_size}, {options.seed}: "
             f"use another checkpoint_dir or the same settings")
+    if bool(cfg.get("adaptive_batch", False)) != options.adaptive_batch:
+        raise ValueError(f"checkpoint {path} was written with adaptive_batch={bool(cfg.get('adaptive_batch'))}; "
+                         f"this run uses {options.adaptive_batch}: use another checkpoint_dir or the same setting")
     model.load_state_dict(checkpoint["model"])
     optimizer.load_state_dict(checkpoint["optimizer"])
     ts = checkpoint["train_state"]

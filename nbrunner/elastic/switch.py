@@ -22,6 +22,7 @@ class Agreed(NamedTuple):
     t: float        # when it ended
     world: int
     rank: int
+    extra: tuple = ()  # the sums of the values the learners added (batch adaptation's gradient statistics)
 
 
 class SwitchAgreement:
@@ -36,11 +37,14 @@ class SwitchAgreement:
     def pending(self) -> bool:
         return self._pending is not None
 
-    def launch(self, req: int, loss: torch.Tensor, step: int, t: float, world: int, rank: int) -> None:
+    def launch(self, req: int, loss: torch.Tensor, step: int, t: float, world: int, rank: int,
+               extra: tuple = ()) -> None:
         """Start the all-reduce of the step that just ended (``loss``: this learner's
-        weighted loss of it)."""
+        weighted loss of it; ``extra``: further numbers to sum over the learners)."""
         ctl = torch.stack([torch.tensor(float(req), dtype=torch.float64, device=loss.device),
                            loss.detach().to(torch.float64)])
+        if extra:
+            ctl = torch.cat([ctl, torch.tensor(extra, dtype=torch.float64, device=loss.device)])
         self._pending = (dist.all_reduce(ctl, async_op=True), ctl, step, t, world, rank)
 
     def drain(self) -> Optional[Agreed]:
@@ -52,7 +56,7 @@ class SwitchAgreement:
         work.wait()
         self._pending = None
         self._works = [work]  # released by the next step or by release(), never by gloo's thread
-        return Agreed(int(ctl[0].item()), float(ctl[1].item()) / world, step, t, world, rank)
+        return _agreed(ctl, step, t, world, rank)
 
     def settle(self) -> tuple[Optional[Agreed], bool]:
         """After a failed collective: ``(agreed, lost)``, the pending all-reduce's result if it
@@ -70,9 +74,14 @@ class SwitchAgreement:
         if not done:
             return None, True
         ctl, step, t, world, rank = p[1:]
-        return Agreed(int(ctl[0].item()), float(ctl[1].item()) / world, step, t, world, rank), False
+        return _agreed(ctl, step, t, world, rank), False
 
     def release(self) -> None:
         """Drop the generation's collectives (once its process group is destroyed)."""
         self._works.clear()
         self._pending = None
+
+
+def _agreed(ctl: torch.Tensor, step: int, t: float, world: int, rank: int) -> Agreed:
+    values = ctl.tolist()
+    return Agreed(int(values[0]), float(values[1]) / world, step, t, world, rank, tuple(values[2:]))

@@ -11,13 +11,17 @@ group re-formation plus one state broadcast (tens of milliseconds), and new lear
 
 Semantics
 ---------
-* Global batch: every optimizer step consumes the next ``effective_batch_size`` samples
-  of the epoch's permutation (seeded by ``seed`` and the epoch); with W learners, learner r
-  takes the r-th contiguous chunk (sizes differ by at most one), weights its mean loss by
-  its share ``n_r / B`` and gradients are all-reduced with SUM.  A step is therefore the
-  single-process step on the whole global batch, at any world size, up to float summation
-  order.  An epoch is ``len(train) // effective_batch_size`` steps.  The loss function
-  must return the *mean* over its batch (``reduction="mean"``, the torch default).
+* Global batch (the default, ``adaptive_batch=False``): every optimizer step consumes the
+  next ``effective_batch_size`` samples of the epoch's permutation (seeded by ``seed`` and
+  the epoch); with W learners, learner r takes the r-th contiguous chunk (sizes differ by at
+  most one), weights its mean loss by its share ``n_r / B`` and gradients are all-reduced
+  with SUM.  A step is therefore the single-process step on the whole global batch, at any
+  world size, up to float summation order.  An epoch is ``len(train) //
+  effective_batch_size`` steps.  The loss function must return the *mean* over its batch
+  (``reduction="mean"``, the torch default).
+* Batch-size adaptation (``ElasticTrainer(adaptive_batch=True, max_batch=...)``): a step on
+  W learners takes ``min(effective_batch_size * W, max_batch)`` samples, its learning rate
+  scaled by AdaScale's gain; epochs are passes over the data (:mod:`.batch_adaptation`).
 * Randomness inside the model (dropout...) is re-seeded every step from
   ``(seed, step, rank)``: a run is reproducible for a given sequence of world sizes, and a
   resumed run draws what the uninterrupted run drew; a different world size draws
@@ -79,7 +83,15 @@ class ElasticTrainer:
     """Elastic data-parallel training of ``model`` (see the module docstring)."""
 
     def __init__(self, model, get_datasets: Callable, loss_fn: Callable, optimizer, *,
-                 metrics=None, callbacks: Optional[Iterable] = None):
+                 metrics=None, callbacks: Optional[Iterable] = None, adaptive_batch: bool = False,
+                 max_batch: Optional[int] = None):
+        """``adaptive_batch``: scale the global batch with the learners held, from
+        ``effective_batch_size`` per learner up to ``max_batch`` (default: no top but the
+        training set), the learning rate multiplied by AdaScale's gain from the gradient noise
+        scale measured while training (see :mod:`nbrunner.elastic.adaptive`); the job reports its
+        statistical efficiency so that the goodput policy sizes it by goodput.  Off by default:
+        it changes the trajectory (the global batch no longer stays the same at every world size).
+        """
         import torch
 
         if not isinstance(optimizer, torch.optim.Optimizer):
@@ -99,6 +111,8 @@ class ElasticTrainer:
         self.callbacks = [c if isinstance(c, Callback) else _FnCallback(c) for c in (callbacks or [])]
         self.history: Optional[History] = None
         self._run: Optional[_Run] = None
+        self.adaptive_batch, self.max_batch = bool(adaptive_batch), max_batch
+        TrainOptions(adaptive_batch=self.adaptive_batch, max_batch=max_batch, effective_batch_size=1)  # checks them
 
     def learner_pids(self) -> dict:
         """{learner id: pid} of the learners running now (local launcher only)."""
@@ -140,7 +154,8 @@ class ElasticTrainer:
             verbose=verbose, print_every=print_every, master_addr=master_addr, eval_batch_size=eval_batch_size,
             max_failures=max_failures, max_slot_failures=max_slot_failures, join_wait=join_wait,
             broadcast_buffers=broadcast_buffers, find_unused_parameters=find_unused_parameters,
-            keep_checkpoints=keep_checkpoints, prestart=prestart, threads_per_learner=threads_per_learner)
+            keep_checkpoints=keep_checkpoints, prestart=prestart, threads_per_learner=threads_per_learner,
+            adaptive_batch=self.adaptive_batch, max_batch=self.max_batch)
         run = _Run(self, options)
         self._run = run
         try:

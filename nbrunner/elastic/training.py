@@ -10,6 +10,7 @@ import torch
 import torch.distributed as dist
 
 from ..core.config import LEARNER_STALLED_S
+from .batch_adaptation import BatchAdaptation, pieces
 from .batches import StepBatches, batch_len
 from .checkpoints import FORMAT, CheckpointWriter
 from .group import GenerationGroup
@@ -24,7 +25,7 @@ class TrainingLoop:
     as the driver sent it; records for the driver go through ``poller``."""
 
     def __init__(self, lid: str, state: LearnerState, batches: StepBatches, loss_fn, metrics: Optional[dict],
-                 cfg: dict, poller: Poller, checkpoints: CheckpointWriter):
+                 cfg: dict, poller: Poller, checkpoints: CheckpointWriter, adapt: Optional[BatchAdaptation] = None):
         self.lid = lid
         self.state, self.batches = state, batches
         self.loss_fn, self.metrics = loss_fn, metrics
@@ -33,6 +34,7 @@ class TrainingLoop:
         self.checkpoints = checkpoints
         self.agreement = SwitchAgreement()
         self.t_last_step: Optional[float] = None
+        self.adapt = adapt  # batch-size adaptation (None: the fixed global batch)
 
     def stalled(self) -> bool:
         """No step ended for a while (a learner making steps reaches a newer plan by itself)."""
@@ -51,9 +53,13 @@ class TrainingLoop:
         if W > 1:
             net = group.wrap(state.model, state.device, bool(cfg.get("find_unused_parameters", False)),
                              bool(cfg.get("broadcast_buffers", True)))
+            if self.adapt is not None:
+                net.register_comm_hook(None, self.adapt.hook(W))
         else:
             net = state.model
         state.note_world(W)
+        if self.adapt is not None:
+            self.adapt.start(state.ts)
         is_source = self.lid == plan.source
         # only rank 0's view of the newest plan is used (the control all-reduce shares it):
         # the other learners' pollers need not take a store round trip every 50 ms
@@ -65,9 +71,9 @@ class TrainingLoop:
         while True:
             if self.poller.error is not None:
                 raise LearnerExit(3)
-            if state.step // spe > state.epochs_done:
+            if self._epoch_over(W, spe):
                 self.end_epoch(W, rank)
-            if state.step >= total:
+            if self._done(total):
                 return "done"
             if first:
                 first = False
@@ -80,15 +86,31 @@ class TrainingLoop:
             req = self.step(net, W, rank)
             s = state.step
             snap = s % snapshot_every == 0
-            if self.agreement.pending and (snap or req > plan.gen or s >= total or s % spe == 0):
+            if self.agreement.pending and (snap or req > plan.gen or self._boundary(s, W, spe, total)):
                 req = max(req, self._drain())  # the train state must be whole: snapshot, epoch end, leaving
             if snap:
                 state.snapshot()
             if req > plan.gen:
                 return req  # the caller dissolves the group once this frame (and its DDP reference) is gone
 
+    def _epoch_over(self, W: int, spe: int) -> bool:
+        if self.adapt is not None:
+            return self.adapt.epoch_over(self.state.ts, W)
+        return self.state.step // spe > self.state.epochs_done
+
+    def _done(self, total: int) -> bool:
+        return self.adapt.done(self.state.ts) if self.adapt is not None else self.state.step >= total
+
+    def _boundary(self, s: int, W: int, spe: int, total: int) -> bool:
+        """Step ``s`` ended an epoch (or the run)."""
+        if self.adapt is not None:
+            return self.adapt.epoch_over(self.state.ts, W)
+        return s >= total or s % spe == 0
+
     def step(self, net, W: int, rank: int) -> int:
         """One optimizer step; returns the newest plan the learners agreed on so far."""
+        if self.adapt is not None:
+            return self._adaptive_step(net, W, rank)
         state = self.state
         step = state.step
         x, y, share = self.batches.train_batch(step, W, rank, state.device)
@@ -117,6 +139,32 @@ class TrainingLoop:
         self.agreement.launch(self.poller.req if rank == 0 else 0, loss, step + 1, now, W, rank)
         return req
 
+    def _adaptive_step(self, net, W: int, rank: int) -> int:
+        """One optimizer step at the batch of ``W`` learners, its learning rate scaled by the gain
+        (see :mod:`.batch_adaptation`); returns the newest plan the learners agreed on so far."""
+        state, ad = self.state, self.adapt
+        ts, step = state.ts, state.step
+        B = ad.batch(W)
+        chunks = self.batches.chunks_at(len(ts["epochs"]), ts["pos"], B, W, rank, state.device, pieces(W, B))
+        self._seed(step_seed(self.cfg["seed"], step, rank))
+        state.begin_step()
+        opt = state.opt
+        opt.zero_grad(set_to_none=True)
+        grads = ad.backward(net, [p for g in opt.param_groups for p in g["params"]], self.loss_fn, chunks, W, B)
+        with ad.scaled_lr(opt, ts, B):
+            opt.step()
+        ts["pos"] += B
+        state.end_step()
+        now = time.time()
+        self.t_last_step = now
+        if W == 1:
+            self._account(float(grads.loss.item()), step + 1, now, W, rank, (grads.local, grads.total_sqr))
+            return self.poller.req
+        req = self._drain()
+        self.agreement.launch(self.poller.req if rank == 0 else 0, grads.loss, step + 1, now, W, rank,
+                              (grads.local, grads.total_sqr / W))
+        return req
+
     def _seed(self, s: int) -> None:
         # torch.manual_seed also queues a lazy seed for every uninitialised accelerator
         # backend, formatting a stack trace for each (~0.5 ms a step); only the generators
@@ -131,21 +179,28 @@ class TrainingLoop:
         agreed = self.agreement.drain()
         if agreed is None:
             return 0
-        self._account(agreed.loss, agreed.step, agreed.t, agreed.world, agreed.rank)
+        self._account(agreed.loss, agreed.step, agreed.t, agreed.world, agreed.rank, agreed.extra)
         return agreed.req
 
-    def _account(self, gloss: float, step: int, t: float, W: int, rank: int) -> None:
-        """Count a finished step's global loss in the epoch's mean; rank 0 reports the step."""
+    def _account(self, gloss: float, step: int, t: float, W: int, rank: int, grads: tuple = ()) -> None:
+        """Count a finished step's global loss in the epoch's mean (and, adapting the batch, its
+        gradient statistics ``grads``: ``(L, |G|^2)`` summed over the learners); rank 0 reports the step."""
         self.state.count_loss(gloss)
+        extra = {}
+        if self.adapt is not None:
+            B = self.adapt.batch(W)
+            if grads:
+                self.adapt.account(self.state.ts, grads[0], grads[1], W if W > 1 else pieces(W, B), B)
+            extra = self.adapt.report(self.state.ts, B) if rank == 0 else {}
         if rank == 0:
-            self.poller.push({"type": "step", "step": step, "loss": gloss, "world": W, "t": t})
+            self.poller.push({"type": "step", "step": step, "loss": gloss, "world": W, "t": t, **extra})
 
     def settle(self) -> None:
         """After a failed collective: account the pending control vector if its all-reduce
         completed; otherwise the live state is not snapshotted (its loss sum lacks a step)."""
         agreed, lost = self.agreement.settle()
         if agreed is not None:
-            self._account(agreed.loss, agreed.step, agreed.t, agreed.world, agreed.rank)
+            self._account(agreed.loss, agreed.step, agreed.t, agreed.world, agreed.rank, agreed.extra)
         elif lost:
             self.state.mark_inconsistent()
 
@@ -192,6 +247,10 @@ class TrainingLoop:
 
     def end_epoch(self, W: int, rank: int) -> None:
         val = self.validate(W, rank)
+        if self.adapt is not None:  # the epoch row shows the batch and statistics it ended with
+            report = self.adapt.report(self.state.ts, self.adapt.batch(W))
+            val.update({k: v for k, v in report.items() if k not in ("gns", "progress")})
+            self.state.ts["pos"] = 0
         rec = self.state.close_epoch(val, W)
         if rank == 0:
             self.poller.push({"type": "epoch", "record": rec}, urgent=True)
@@ -203,11 +262,14 @@ class TrainingLoop:
 
     def write_checkpoint(self, epoch: int) -> None:
         b, step = self.batches, self.state.step
+        position = self.state.ts["pos"] if self.adapt is not None else step % b.steps_per_epoch
         state = {"format": FORMAT, **self.state.cpu_copy(),
-                 "epoch": epoch, "position": step % b.steps_per_epoch, "step": step,
+                 "epoch": epoch, "position": position, "step": step,
                  "rng": {"torch": torch.get_rng_state()},
                  "config": {"effective_batch_size": b.batch_size, "seed": self.cfg["seed"], "n_train": b.n_train,
                             "steps_per_epoch": b.steps_per_epoch}}
+        if self.adapt is not None:
+            state["config"].update(adaptive_batch=True, max_batch=self.cfg.get("max_batch"))
 
         def written(path) -> None:
             self.poller.push({"type": "checkpoint", "path": str(path), "epoch": epoch, "step": step}, urgent=True)

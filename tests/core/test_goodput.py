@@ -43,6 +43,14 @@ def test_no_gpu_past_the_peak_or_twice_the_largest_size_seen():
     assert lin["a"] == 6  # linear extrapolation only up to 2 x 3
 
 
+def test_equal_gains_up_to_rounding_go_to_the_earlier_job():
+    # Both scale linearly from 2 (equal speedups); their fits differ in the last bits only.
+    for first, second in (({2: 64.0}, {2: 256 / 3}), ({2: 256 / 3}, {2: 64.0})):
+        demands = [job("a", 0, 3, 1, 0, throughput=first), job("b", 0, 3, 1, 0, throughput=second)]
+        assert allocate(5, demands, "goodput") == {"a": 3, "b": 2}
+        assert allocate(5, demands[::-1], "goodput") == {"a": 3, "b": 2}  # admission order, not list order
+
+
 def test_unmeasured_jobs_keep_their_fairshare_share():
     demands = [job("a", 1, 8, throughput=curve(0.0, 0.01, 0.0, [1, 2])), job("b", 1, 8, submitted_at=1),
                job("c", 1, 8, submitted_at=2)]

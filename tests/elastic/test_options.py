@@ -11,9 +11,23 @@ from nbrunner.elastic.options import TrainOptions
 
 
 def test_defaults_are_the_ones_train_takes():
+    """train()'s arguments, and the trainer's batch adaptation (its constructor's), with their defaults."""
     params = inspect.signature(ElasticTrainer.train).parameters
     train_defaults = {k: p.default for k, p in params.items() if k != "self"}
+    ctor = inspect.signature(ElasticTrainer.__init__).parameters
+    train_defaults.update({k: ctor[k].default for k in ("adaptive_batch", "max_batch")})
     assert train_defaults == {f.name: f.default for f in dataclasses.fields(TrainOptions)}
+
+
+def test_batch_adaptation_options_are_checked():
+    assert TrainOptions(adaptive_batch=True, max_batch=64, effective_batch_size=32).max_batch == 64
+    assert TrainOptions(adaptive_batch=1).adaptive_batch is True
+    for kw, words in (({"max_batch": 64}, "needs adaptive_batch"), ({"adaptive_batch": True, "max_batch": 16},
+                      ">= effective_batch_size"), ({"adaptive_batch": True, "max_batch": 64.5}, "whole number")):
+        with pytest.raises(ValueError, match=words):
+            TrainOptions(effective_batch_size=32, **kw)
+    cfg = TrainOptions(adaptive_batch=True, max_batch=64, effective_batch_size=32).learner_config(None)
+    assert cfg["adaptive_batch"] is True and cfg["max_batch"] == 64
 
 
 def test_values_are_normalised():

@@ -57,6 +57,6 @@ def test_two_learners_agree_on_the_newest_plan_and_the_global_loss():
         for g, r in zip((1, 2), gens):
             assert r["pending"] is True and r["lost"] is False
             # rank 0's plan and the mean of the learners' losses, on both learners
-            assert r["agreed"] == [10 * g, 1.5, 5, 100.0 + rank, 2, rank]
-            assert r["settled"] == [10 * g + 1, 4.0, 6, 200.0, 2, rank]
+            assert r["agreed"] == [10 * g, 1.5, 5, 100.0 + rank, 2, rank, []]  # no extra values summed
+            assert r["settled"] == [10 * g + 1, 4.0, 6, 200.0, 2, rank, []]
             assert r["after"] == [False, None, False, None]

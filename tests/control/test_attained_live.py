@@ -1,0 +1,37 @@
+"""The goodput policy in the service serves the least served first: attained service from GPU timelines."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import nbrunner
+from nbrunner.control.attained import AttainedLedger
+
+from support import make_notebook, no_slot_ever_held_twice, wait_for
+
+from .test_scheduler import FOLLOWER, gpus  # FOLLOWER follows its grant as ElasticTrainer does (no throughput)
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_newcomer_is_served_before_a_job_past_the_first_queue(workspace, monkeypatch):
+    monkeypatch.setenv("NBRUNNER_GOODPUT_QUEUE_S", "6")  # the scheduler's first queue: 6 GPU-seconds
+    make_notebook(workspace / "follow.ipynb", FOLLOWER, parameters="MIN = 1\nMAX = 3\nSTOP = 'stop'")
+    with nbrunner.setup_cluster(gpus=3, workers=2, workspace=workspace, policy="goodput") as cluster:
+        a = cluster.submit("follow.ipynb", {"STOP": "stop-a"}, min_gpus=1, max_gpus=3)
+        wait_for(lambda: gpus(a) == 3, 60, what="A to hold all 3 slots")
+        held_since = time.time()
+        ledger = AttainedLedger(cluster.store.r)
+        wait_for(lambda: ledger.of([a.refresh().record])[a.id] > 9.0, 30, what="A to receive 9 GPU-seconds")
+        served = ledger.of([a.record])[a.id]
+        assert served <= 3 * (time.time() - held_since) + 3.0  # 3 GPUs since it got them (and the way there)
+        b = cluster.submit("follow.ipynb", {"STOP": "stop-b"}, min_gpus=1, max_gpus=3)
+        # fairshare would keep 2 of 3 for A (the earlier job); goodput serves B, which received less
+        wait_for(lambda: gpus(b) == 2 and gpus(a) == 1, 60, what="B 2, A 1")
+        assert ledger.of([a.refresh().record, b.refresh().record])[a.id] > served
+        (workspace / "stop-a").touch()
+        (workspace / "stop-b").touch()
+        for j in (a, b):
+            assert j.wait(60).record.status == "completed", j.record.error
+        no_slot_ever_held_twice(cluster.store.r)
