@@ -174,6 +174,21 @@ def no_slot_ever_held_twice(r) -> int:
     return len(events)
 
 
+# A notebook that follows its elastic grant as a trainer does (parameters MIN, MAX, STOP): it
+# declares its bounds, gives back the slots taken from it, and ends once the file STOP exists.
+GRANT_FOLLOWER = """import pathlib
+from nbrunner.control.grants import GrantClient
+client = GrantClient()
+client.declare(MIN, MAX)
+generation = -1
+while not pathlib.Path(STOP).exists():
+    generation, slots = client.wait(generation, 0.2)
+    extra = [s for s in client.held() if s not in slots]
+    if extra:
+        client.release(extra)   # our 'learners' on those slots have exited
+"""
+
+
 def elastic_digits_notebook(max_gpus: int, timeout: float) -> str:
     """Source of a cell that trains a small digits MLP with ElasticTrainer for ``EPOCHS`` epochs."""
     return f'''import torch

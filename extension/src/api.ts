@@ -7,6 +7,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import {
+  IAccounts,
   ICluster,
   IJob,
   IJobList,
@@ -123,6 +124,11 @@ export function getCluster(): Promise<ICluster> {
 
 export function getTimeline(): Promise<ITimeline> {
   return requestAPI<ITimeline>('cluster/timeline');
+}
+
+/** The accounts sharing the GPUs (an empty list without an accounts file). */
+export function getAccounts(): Promise<IAccounts> {
+  return requestAPI<IAccounts>('accounts');
 }
 
 export function getSweep(id: string): Promise<ISweep> {

@@ -1,6 +1,6 @@
 /**
- * The cluster view's GPU timeline, without I/O or rendering: each job's GPUs as a step
- * series, stacked over a time window, with the axes' ticks and the areas' SVG paths.
+ * The cluster view's GPU timelines, without I/O or rendering: each job's (or account's) GPUs
+ * as a step series, stacked over a time window, with the axes' ticks and the areas' SVG paths.
  */
 import { formatDuration, parseTime } from './format';
 import { ITimelineJob } from './types';
@@ -218,8 +218,8 @@ export function timelineLayout(
   };
 }
 
-/** The chart's accessible label: the window and how many jobs it shows. */
-export function timelineLabel(layout: ITimelineLayout): string {
+/** The chart's accessible label: the window and how many series (`noun`s: jobs, accounts) it shows. */
+export function timelineLabel(layout: ITimelineLayout, noun = 'job'): string {
   const n = layout.areas.length;
-  return `GPU allocation per job over the last ${formatDuration(layout.end - layout.start)}; ${n} job${n === 1 ? '' : 's'}`;
+  return `GPU allocation per ${noun} over the last ${formatDuration(layout.end - layout.start)}; ${n} ${noun}${n === 1 ? '' : 's'}`;
 }

@@ -45,11 +45,17 @@ export interface IJob {
   timeout?: number | null;
   /** Id of the schedule that started this job, or null. */
   schedule?: string | null;
+  /** The path of its account (with an accounts file), else null. */
+  account?: string | null;
+  /** Why its GPUs were last taken back ("reclaimed by account vision"), else null. */
+  reclaimed?: string | null;
 }
 
 export interface IStatusChange {
   status: string;
   at: string;
+  /** Why the job went back to the queue (a re-queue's entry only). */
+  reason?: string | null;
 }
 
 /** One row of a job's metrics.jsonl (e.g. `{"step": 3, "loss": 0.4}`). */
@@ -175,6 +181,50 @@ export interface ITimelineJob {
 
 export interface ITimeline {
   jobs: ITimelineJob[];
+}
+
+/** One account of `GET /accounts` (parents first, in file order; `default` last). */
+export interface IAccount {
+  name: string;
+  /** Names from the top of the tree, joined by `/`. */
+  path: string;
+  weight: number;
+  guaranteed: number;
+  /** Most GPUs it may hold (null: no limit). */
+  limit: number | null;
+  members?: string[];
+  users?: number;
+  jobs?: number;
+  /** The sum of its jobs' max_gpus. */
+  demand: number;
+  /** Its fair share of the GPUs. */
+  share: number;
+  /** The GPUs the policy gives it now. */
+  allocated?: number;
+  /** The GPUs its jobs hold now. */
+  held: number;
+  borrowed: number;
+  lent: number;
+  gpu_hours_24h: number;
+  gpu_hours_total: number;
+}
+
+/** A change of the accounts' held GPUs: `{path: GPUs}` from time `t` on. */
+export interface IAccountsPoint {
+  t: string;
+  gpus: { [path: string]: number };
+}
+
+/** `GET /accounts`: no accounts file, no accounts (an empty list). */
+export interface IAccounts {
+  accounts: IAccount[];
+  gpus_total: number;
+  policy: string;
+  /** The accounts file, and when it was read. */
+  source?: string | null;
+  loaded_at?: string | null;
+  /** Changes of the accounts' held GPUs, oldest first. */
+  timeline?: IAccountsPoint[];
 }
 
 export interface ILeaderboardEntry {

@@ -129,6 +129,7 @@ describe('timelineLayout', () => {
       'M40.0,112.0L392.0,112.0L392.0,62.0L744.0,62.0L744.0,112.0L392.0,112.0L392.0,112.0L40.0,112.0Z'
     );
     expect(timelineLabel(layout)).toBe('GPU allocation per job over the last 1m 00s; 2 jobs');
+    expect(timelineLabel(layout, 'account')).toBe('GPU allocation per account over the last 1m 00s; 2 accounts');
   });
 
   it('raises the axis over the capacity when jobs hold more', () => {
@@ -142,5 +143,6 @@ describe('timelineLayout', () => {
     const instant = timelineLayout(timelineSeries(jobs.slice(0, 1)), { ...options, now: t0 + 500 })!;
     expect([instant.start, instant.end]).toEqual([t0 + 500 - 60000, t0 + 500]);
     expect(timelineLabel(instant)).toBe('GPU allocation per job over the last 1m 00s; 1 job');
+    expect(timelineLabel(instant, 'account')).toBe('GPU allocation per account over the last 1m 00s; 1 account');
   });
 });

@@ -177,6 +177,7 @@ class ClusterAPI:
         weight, guarantee, limit, demand, the GPUs it holds, its fair share, what it borrows or
         lends, and the GPU-hours it used in the last 24 h and in total; the file it came from;
         the accounts' GPUs over time.  No accounts: an empty list."""
+        from ..core.accounts import held_by_account
         from ..core.placement import demand_of
         from ..core.shares import account_shares
         from . import accounts
@@ -190,10 +191,7 @@ class ClusterAPI:
             return out
         live = self.store.all(("queued", "running"))
         shares = account_shares(total, [demand_of(r) for r in live], policy, tree)
-        held: dict[str, int] = {}
-        for rec in live:
-            path = shares.account_of[rec.id]
-            held[path] = held.get(path, 0) + len(rec.slots)
+        held = held_by_account((shares.account_of[rec.id], len(rec.slots)) for rec in live)
         used = accounts.usage(self.store)
         for row in shares.accounts:
             have, share = held.get(row["path"], 0), row["share"]

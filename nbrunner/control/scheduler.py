@@ -30,7 +30,7 @@ import redis
 from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob
 
-from ..core.accounts import AccountTree
+from ..core.accounts import AccountTree, held_by_account
 from ..core.allocate import allocate
 from ..core.config import (GOODPUT_QUEUE, JOB_GRACE_S, KEEP_DAYS, LEASE_TTL, RENEWALS_PER_TTL, SCHEDULER_INTERVAL_S,
                            STRANDED_AFTER_S, Settings, check)
@@ -359,10 +359,9 @@ class Scheduler:
             if rec.account != div.account_of.get(rec.id):
                 with contained(self.store, rec, "could not be given its account"):
                     self.note(rec, SetAccount(account=div.account_of.get(rec.id)))
-        held: dict[str, int] = {row["path"]: 0 for row in div.rows}
-        for rec in div.jobs:
-            held[div.account_of[rec.id]] = held.get(div.account_of[rec.id], 0) + len(rec.slots)
-        accounts.record_usage(self.store, held)
+        held = {row["path"]: 0 for row in div.rows}
+        held.update(held_by_account((div.account_of[rec.id], len(rec.slots)) for rec in div.jobs))
+        accounts.record_usage(self.store, held)  # a parent account's usage is its sub-accounts'
         r = reclaim_plan(div.jobs, div.shares, div.rows, div.account_of)
         by_id = {rec.id: rec for rec in div.jobs}
         for job_id in accounts.due_preemptions(self.store, r.preempt, tree.reclaim_after):

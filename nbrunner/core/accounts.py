@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -50,7 +50,7 @@ from .config import MAX_ACCOUNT_GPUS, MAX_STRING_CHARS, MAX_TIMEOUT_S, MAX_WEIGH
 from .errors import InvalidRequest
 from .limits import YamlList, YamlMap, load_yaml, read_limited, short
 
-__all__ = ["Account", "AccountTree", "parse_accounts", "read_accounts", "accounts_tree", "DEFAULT",
+__all__ = ["Account", "AccountTree", "parse_accounts", "read_accounts", "accounts_tree", "held_by_account", "DEFAULT",
            "RECLAIM_AFTER_S", "MAX_WEIGHT"]
 
 DEFAULT = "default"
@@ -120,6 +120,18 @@ class AccountTree:
         return {"accounts": [a.to_dict() for a in self.accounts],
                 "default": {"weight": d.weight, "guaranteed": d.guaranteed, "limit": d.limit},
                 "reclaim_after": self.reclaim_after}
+
+
+def held_by_account(holdings: Iterable[tuple[str, int]]) -> dict[str, int]:
+    """GPUs held per account path, a parent account's being the sum of its sub-accounts'
+    (``holdings``: the path of each job's account, a leaf, and the GPUs the job holds)."""
+    held: dict[str, int] = {}
+    for path, gpus in holdings:
+        parts = path.split("/")
+        for i in range(1, len(parts) + 1):
+            up = "/".join(parts[:i])
+            held[up] = held.get(up, 0) + gpus
+    return held
 
 
 def parse_accounts(text: str | bytes, source: str = "accounts.yaml") -> AccountTree:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from .accounts import held_by_account
 from .placement import started
 
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ class Reclaims(NamedTuple):
 
 def asking_account(rows: list[dict], held: dict[str, int]) -> str | None:
     """The account that asks its GPUs back: it holds less than its fair share and is given more
-    than it holds (the most such GPUs, if several)."""
+    than it holds (the most such GPUs, if several).  ``held``: what each account holds, a parent
+    what its sub-accounts hold (:func:`~nbrunner.core.accounts.held_by_account`)."""
     best, gap = None, 0
     for row in rows:
         have = held.get(row["path"], 0)
@@ -51,9 +53,7 @@ def reclaim_plan(live: list[JobRecord], shares: dict[str, int], rows: list[dict]
     """See the module docstring.  ``live``: the unfinished jobs; ``shares``: their GPUs under the
     accounts; ``rows``: the accounts' rows (``path``, ``allocated``, ``share``); ``account_of``:
     each job's account."""
-    held: dict[str, int] = {}
-    for rec in live:
-        held[account_of.get(rec.id, "")] = held.get(account_of.get(rec.id, ""), 0) + len(rec.slots)
+    held = held_by_account((account_of.get(rec.id, ""), len(rec.slots)) for rec in live)
     asker = asking_account(rows, held)
     reason = f"reclaimed by account {asker}" if asker else "fair share"
     out = dict(shares)

@@ -12,21 +12,10 @@ import pytest
 
 import nbrunner
 
-from support import make_notebook, no_slot_ever_held_twice, wait_for
+from support import GRANT_FOLLOWER, make_notebook, no_slot_ever_held_twice, wait_for
 
 pytestmark = pytest.mark.slow
 
-FOLLOWER = """import pathlib
-from nbrunner.control.grants import GrantClient
-client = GrantClient()
-client.declare(MIN, MAX)
-generation = -1
-while not pathlib.Path(STOP).exists():
-    generation, slots = client.wait(generation, 0.2)
-    extra = [s for s in client.held() if s not in slots]
-    if extra:
-        client.release(extra)   # our 'learners' on those slots have exited
-"""
 GANG = """import pathlib, time
 while not pathlib.Path(STOP).exists():
     time.sleep(0.1)
@@ -47,7 +36,7 @@ def gpus(job) -> int:
 
 
 def write(ws, reclaim_after: float = 30):
-    make_notebook(ws / "follow.ipynb", FOLLOWER, parameters="MIN = 1\nMAX = 8\nSTOP = 'stop'")
+    make_notebook(ws / "follow.ipynb", GRANT_FOLLOWER, parameters="MIN = 1\nMAX = 8\nSTOP = 'stop'")
     make_notebook(ws / "gang.ipynb", GANG, parameters="STOP = 'stop'")
     (ws / "accounts.yaml").write_text(ACCOUNTS.replace("RECLAIM", str(reclaim_after)))
 

@@ -13,26 +13,12 @@ import nbrunner
 from nbrunner.control import grants
 from nbrunner.core.keys import LEASE
 
-from support import make_notebook, no_slot_ever_held_twice, released_timeline, wait_for
+from support import GRANT_FOLLOWER, make_notebook, no_slot_ever_held_twice, released_timeline, wait_for
 
 GANG = """import os, time
 print('gpus', os.environ['NBRUNNER_GPUS'], 'cuda', os.environ['CUDA_VISIBLE_DEVICES'])
 assert len(os.environ['NBRUNNER_GPUS'].split(',')) == 2
 time.sleep(SECONDS)"""
-
-# A notebook that follows its grant the way ElasticTrainer does, through the client API.
-FOLLOWER = """import pathlib, time
-from nbrunner.control.grants import GrantClient
-client = GrantClient()
-client.declare(MIN, MAX)
-generation = -1
-while not pathlib.Path(STOP).exists():
-    generation, slots = client.wait(generation, 0.3)
-    extra = [s for s in client.held() if s not in slots]
-    if extra:
-        client.release(extra)   # our 'learners' on those slots have exited
-"""
-
 
 # ElasticTrainer's slot source inside a job, driven by hand: it never looks at its grant (the
 # way a trainer busy starting learners would miss a short-lived change), then closes while the
@@ -74,7 +60,7 @@ def test_gang_jobs_wait_for_whole_slots(workspace):
 
 @pytest.mark.slow
 def test_elastic_jobs_rebalance_by_fair_share_and_priority(workspace):
-    make_notebook(workspace / "follow.ipynb", FOLLOWER, parameters="MIN = 1\nMAX = 4\nSTOP = 'stop'")
+    make_notebook(workspace / "follow.ipynb", GRANT_FOLLOWER, parameters="MIN = 1\nMAX = 4\nSTOP = 'stop'")
     with nbrunner.setup_cluster(gpus=4, workers=2, workspace=workspace) as cluster:
         a = cluster.submit("follow.ipynb", {"STOP": "stop-a"}, min_gpus=1, max_gpus=4)
         wait_for(lambda: gpus(a) == 4, 60, what="A to hold 4")
@@ -103,7 +89,7 @@ def test_elastic_jobs_rebalance_by_fair_share_and_priority(workspace):
 
 @pytest.mark.slow
 def test_lost_worker_slots_leave_and_come_back(workspace):
-    make_notebook(workspace / "follow.ipynb", FOLLOWER, parameters="MIN = 1\nMAX = 4\nSTOP = 'stop'")
+    make_notebook(workspace / "follow.ipynb", GRANT_FOLLOWER, parameters="MIN = 1\nMAX = 4\nSTOP = 'stop'")
     with nbrunner.setup_cluster(gpus=4, workers=2, workspace=workspace) as cluster:
         a = cluster.submit("follow.ipynb", min_gpus=1, max_gpus=4)
         wait_for(lambda: gpus(a) == 4 and a.record.status == "running", 60, what="A to hold 4")
@@ -167,7 +153,7 @@ def test_admission_never_refuses_a_job_that_needs_no_gpu():
 @pytest.mark.slow
 def test_slots_revoked_unseen_are_released_and_a_closed_source_wants_none(workspace):
     make_notebook(workspace / "source.ipynb", SOURCE, parameters="STOP = 'stop'\nEND = 'end'")
-    make_notebook(workspace / "follow.ipynb", FOLLOWER, parameters="MIN = 1\nMAX = 4\nSTOP = 'stop'")
+    make_notebook(workspace / "follow.ipynb", GRANT_FOLLOWER, parameters="MIN = 1\nMAX = 4\nSTOP = 'stop'")
     with nbrunner.setup_cluster(gpus=4, workers=2, workspace=workspace) as cluster:
         a = cluster.submit("source.ipynb", {"STOP": "stop-a", "END": "end-a"}, min_gpus=1, max_gpus=4)
         wait_for(lambda: gpus(a) == 4 and a.record.status == "running", 60, what="A to hold 4")
@@ -187,7 +173,7 @@ def test_slots_revoked_unseen_are_released_and_a_closed_source_wants_none(worksp
 
 # A follower that reports samples/s per learner count the way ElasticTrainer does (runtime.report
 # with samples_per_s and learners): BASE + SLOPE * n at sizes 1 and 2 first, then at every size it is granted.
-REPORTER = FOLLOWER.replace("client.declare(MIN, MAX)\n", """client.declare(MIN, MAX)
+REPORTER = GRANT_FOLLOWER.replace("client.declare(MIN, MAX)\n", """client.declare(MIN, MAX)
 from nbrunner.control import runtime
 RATE = lambda n: BASE + SLOPE * n
 for n in (1, 2):

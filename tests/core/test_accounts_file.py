@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from nbrunner.core.accounts import DEFAULT, AccountTree, accounts_tree, parse_accounts, read_accounts
+from nbrunner.core.accounts import (DEFAULT, AccountTree, accounts_tree, held_by_account, parse_accounts,
+                                    read_accounts)
 from nbrunner.core.errors import InvalidRequest
 
 GOOD = """\
@@ -191,3 +192,10 @@ def test_read_accounts_from_a_file(tmp_path):
     path.write_bytes(b"accounts: []\n#" + b"x" * 70000)
     with pytest.raises(InvalidRequest, match="larger than 64 KiB"):
         read_accounts(path)
+
+
+def test_a_parent_account_holds_what_its_sub_accounts_hold():
+    jobs = [("research/nlp", 2), ("research/speech", 3), ("research/nlp", 1), ("vision", 4), (DEFAULT, 0)]
+    assert held_by_account(jobs) == {"research": 6, "research/nlp": 3, "research/speech": 3, "vision": 4,
+                                     DEFAULT: 0}
+    assert held_by_account([]) == {}

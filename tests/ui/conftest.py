@@ -6,44 +6,18 @@ test inherits another's open tabs.
 """
 from __future__ import annotations
 
-import os
 import re
-import secrets
-import shutil
 
 import pytest
 
-from labserver import CHROMIUM, NBRUNNER_ENV, Lab, shot_path, start_lab, stop_lab, write_notebooks
-from support import short_tmpdir
+from labserver import CHROMIUM, running_lab, shot_path
 
 
 @pytest.fixture(scope="module")
 def lab():
     """A real cluster (2 GPU slots on one host, 2 workers) and a real JupyterLab server on it."""
-    import nbrunner
-
-    ws = short_tmpdir("nbui")
-    state = short_tmpdir("nbuilab")
-    write_notebooks(ws)
-    saved = {k: os.environ.pop(k) for k in NBRUNNER_ENV if k in os.environ}
-    cluster = nbrunner.setup_cluster(gpus=2, workers=2, workspace=ws)
-    token = secrets.token_hex(16)
-    try:
-        proc, url, log = start_lab(ws, state, token)
-    except BaseException:
-        cluster.shutdown()
-        os.environ.update(saved)
-        raise
-    lab = Lab(url=url, token=token, workspace=ws, cluster=cluster, proc=proc, log=log)
-    try:
+    with running_lab() as lab:
         yield lab
-    finally:
-        leftovers = stop_lab(proc)
-        cluster.shutdown()
-        os.environ.update(saved)
-        shutil.rmtree(ws, ignore_errors=True)
-        shutil.rmtree(state, ignore_errors=True)
-        assert not leftovers, f"processes left after JupyterLab stopped: {leftovers}"
 
 
 @pytest.fixture(scope="session")

@@ -3,19 +3,23 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from support import REPO, make_notebook, wait_for
+from support import REPO, make_notebook, short_tmpdir, wait_for
 
 CHROMIUM = os.environ.get("NBRUNNER_TEST_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts" / "ui"
@@ -166,3 +170,36 @@ def stop_lab(proc: subprocess.Popen) -> list[str]:
 def shot_path(name: str) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS / f"{name}.png"
+
+
+@contextmanager
+def running_lab(accounts: str | None = None) -> Iterator[Lab]:
+    """A real cluster (2 GPU slots on one host, 2 workers) and a real JupyterLab server on it;
+    ``accounts``: the text of an accounts file the cluster shares its GPUs by."""
+    import nbrunner
+
+    ws = short_tmpdir("nbui")
+    state = short_tmpdir("nbuilab")
+    write_notebooks(ws)
+    if accounts is not None:
+        (ws / "accounts.yaml").write_text(accounts)
+    saved = {k: os.environ.pop(k) for k in NBRUNNER_ENV if k in os.environ}
+    cluster = nbrunner.setup_cluster(gpus=2, workers=2, workspace=ws,
+                                     accounts=None if accounts is None else ws / "accounts.yaml")
+    token = secrets.token_hex(16)
+    try:
+        proc, url, log = start_lab(ws, state, token)
+    except BaseException:
+        cluster.shutdown()
+        os.environ.update(saved)
+        raise
+    lab = Lab(url=url, token=token, workspace=ws, cluster=cluster, proc=proc, log=log)
+    try:
+        yield lab
+    finally:
+        leftovers = stop_lab(proc)
+        cluster.shutdown()
+        os.environ.update(saved)
+        shutil.rmtree(ws, ignore_errors=True)
+        shutil.rmtree(state, ignore_errors=True)
+        assert not leftovers, f"processes left after JupyterLab stopped: {leftovers}"

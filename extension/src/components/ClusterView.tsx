@@ -1,13 +1,17 @@
 /**
- * The cluster view (main area): GPU slots per host with the job holding each, and the
- * GPU allocation of every job over time.  The push channel brings the slots as they change;
- * the timeline is read again after them (at most every few seconds); it refreshes on a timer
- * only while the channel cannot be opened.
+ * The cluster view (main area): GPU slots per host with the job holding each, the GPU
+ * allocation of every job over time, and, when the cluster has accounts, the accounts sharing
+ * the GPUs with their GPUs over time.  The push channel brings the slots as they change; the
+ * timeline is read again after them (at most every few seconds), the accounts after them and
+ * after a job is queued or ends (at most every second), and once a minute while shown (their
+ * GPU-hours grow with no change to announce it); it refreshes on a timer only while the
+ * channel cannot be opened.
  */
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
-import { errorMessage, getCluster, getTimeline } from '../api';
+import { movesAccounts } from '../accounts';
+import { ApiError, errorMessage, getAccounts, getCluster, getTimeline } from '../api';
 import { PushChannel } from '../channel';
 import { CLUSTER_POLL_MS } from '../constants';
 import { Change } from '../events';
@@ -15,16 +19,22 @@ import { colorMap } from '../format';
 import { clusterIcon } from '../icons';
 import { PollingWidget } from '../polling-widget';
 import { chartWidth, RANGES } from '../timeline';
-import { ICluster, IJob, ITimelineJob } from '../types';
+import { IAccounts, ICluster, IJob, ITimelineJob } from '../types';
+import { AccountsSection } from './AccountsSection';
 import { Banner } from './Banner';
 import { HostSlots } from './HostSlots';
 import { LiveStatus } from './LiveStatus';
+import { RangeSelect } from './RangeSelect';
 import { TimelineChart } from './TimelineChart';
 
-/** The timeline is read again at most this often while the slots change. */
-const TIMELINE_MS = 2000;
-/** Job names kept for the slots and the legend. */
+/** How often, at most, each is read again while changes keep coming. */
+const EVERY_MS = { timeline: 2000, accounts: 1000 };
+/** The accounts are read again this often while shown, for their GPU-hours. */
+const USAGE_MS = 60000;
+/** Job names (and statuses) kept for the slots, the legend and the accounts. */
 const NAMES_KEPT = 2000;
+
+type Reading = keyof typeof EVERY_MS;
 
 export class ClusterView extends PollingWidget {
   constructor(options: ClusterView.IOptions) {
@@ -41,18 +51,20 @@ export class ClusterView extends PollingWidget {
     channel.clusterChanged.connect((_, cluster) => {
       this._cluster = cluster;
       this._clusterError = null;
-      this._readTimelineSoon();
+      this._soon('timeline');
+      this._soon('accounts');
       this._render();
     }, this);
-    channel.jobChanged.connect((_, change) => this._name(change), this);
+    channel.jobChanged.connect((_, change) => this._onJob(change), this);
     channel.reloaded.connect(() => void this.refresh(), this);
     channel.modeChanged.connect(() => this._render(), this);
-    this._ticker = window.setInterval(() => this._render(), 5000); // the timeline's "now" moves on
+    this._ticker = window.setInterval(() => this._tick(), 5000); // the timelines' "now" moves on
   }
 
   dispose(): void {
     window.clearInterval(this._ticker);
-    window.clearTimeout(this._timelineTimer);
+    window.clearTimeout(this._timers.timeline);
+    window.clearTimeout(this._timers.accounts);
     super.dispose();
   }
 
@@ -60,9 +72,13 @@ export class ClusterView extends PollingWidget {
     return this._channel.mode === 'polling';
   }
 
-  /** Cluster slots and the GPU timeline. */
+  /** Cluster slots, the GPU timeline and the accounts. */
   protected async fetch(): Promise<void> {
-    const [cluster] = await Promise.allSettled([getCluster(), this._readTimeline()]);
+    const [cluster] = await Promise.allSettled([
+      getCluster(),
+      this._readTimeline(),
+      this._readAccounts()
+    ]);
     if (cluster.status === 'fulfilled') {
       this._cluster = cluster.value;
       this._clusterError = null;
@@ -73,7 +89,7 @@ export class ClusterView extends PollingWidget {
   }
 
   private async _readTimeline(): Promise<void> {
-    this._timelineReadAt = Date.now();
+    this._readAt.timeline = Date.now();
     try {
       const timeline = await getTimeline();
       this._timeline = Array.isArray(timeline?.jobs) ? timeline.jobs : [];
@@ -83,30 +99,56 @@ export class ClusterView extends PollingWidget {
     }
   }
 
-  /** Read the timeline again once the slots settle, at most every TIMELINE_MS. */
-  private _readTimelineSoon(): void {
-    if (this._timelineTimer) {
+  /** The accounts (none: an empty list; a server without accounts answers 404: none either). */
+  private async _readAccounts(): Promise<void> {
+    this._readAt.accounts = Date.now();
+    try {
+      this._accounts = await getAccounts();
+      this._accountsError = null;
+    } catch (error) {
+      const missing = error instanceof ApiError && error.status === 404;
+      this._accounts = missing ? null : this._accounts;
+      this._accountsError = missing ? null : errorMessage(error);
+    }
+  }
+
+  /** Read the timeline or the accounts again once changes settle, at most every EVERY_MS. */
+  private _soon(what: Reading): void {
+    if (this._timers[what]) {
       return;
     }
-    const wait = Math.max(250, this._timelineReadAt + TIMELINE_MS - Date.now());
-    this._timelineTimer = window.setTimeout(() => {
-      this._timelineTimer = 0;
+    const wait = Math.max(250, this._readAt[what] + EVERY_MS[what] - Date.now());
+    this._timers[what] = window.setTimeout(() => {
+      this._timers[what] = 0;
       if (this.isVisible) {
-        void this._readTimeline().then(() => this._render());
+        const read = what === 'timeline' ? this._readTimeline() : this._readAccounts();
+        void read.then(() => this._render());
       }
     }, wait);
   }
 
-  private _name(change: Change<IJob>): void {
+  /** A job changed: keep its name for the slots; a job queued or ended moves the accounts. */
+  private _onJob(change: Change<IJob>): void {
     if (change.deleted) {
       return;
     }
-    const { id, name } = change.record;
-    this._names.delete(id);
-    this._names.set(id, name);
-    if (this._names.size > NAMES_KEPT) {
-      this._names.delete(this._names.keys().next().value as string);
+    const { id, name, status } = change.record;
+    const before = this._jobs.get(id);
+    this._jobs.delete(id);
+    this._jobs.set(id, { name, status });
+    if (this._jobs.size > NAMES_KEPT) {
+      this._jobs.delete(this._jobs.keys().next().value as string);
     }
+    if (this._accounts?.accounts.length && movesAccounts(before?.status, change.record)) {
+      this._soon('accounts');
+    }
+  }
+
+  private _tick(): void {
+    if (this._accounts?.accounts.length && Date.now() - this._readAt.accounts >= USAGE_MS) {
+      this._soon('accounts');
+    }
+    this._render();
   }
 
   private _render(): void {
@@ -155,7 +197,7 @@ export class ClusterView extends PollingWidget {
     for (const j of timeline) {
       names.set(j.id, j.name);
     }
-    for (const [id, name] of this._names) {
+    for (const [id, { name }] of this._jobs) {
       names.set(id, name);
     }
     return (
@@ -189,6 +231,7 @@ export class ClusterView extends PollingWidget {
 
         {this._renderHosts(colors, names)}
         {this._renderTimeline(colors, names)}
+        {this._renderAccounts()}
       </div>
     );
   }
@@ -231,23 +274,15 @@ export class ClusterView extends PollingWidget {
       >
         <div className="nbrunner-ClusterView-sectionHead">
           <h3 id="nbrunner-timeline-heading">GPU allocation over time</h3>
-          <label htmlFor="nbrunner-timeline-range">Range</label>
-          <select
+          <RangeSelect
             id="nbrunner-timeline-range"
-            className="nbrunner-Select"
-            data-testid="nbrunner-timeline-range"
+            testid="nbrunner-timeline-range"
             value={this._range}
-            onChange={e => {
-              this._range = Number(e.target.value);
+            onChange={range => {
+              this._range = range;
               this.update();
             }}
-          >
-            {RANGES.map((r, i) => (
-              <option key={r.label} value={i}>
-                {r.label}
-              </option>
-            ))}
-          </select>
+          />
         </div>
         {this._timelineError && (
           <Banner tone="warn" testid="nbrunner-timeline-error">
@@ -267,17 +302,41 @@ export class ClusterView extends PollingWidget {
     );
   }
 
+  /** The accounts, once the cluster has some (else nothing: no section at all). */
+  private _renderAccounts(): React.ReactElement | null {
+    const view = this._accounts;
+    if (!view || !Array.isArray(view.accounts) || view.accounts.length === 0) {
+      return null;
+    }
+    return (
+      <AccountsSection
+        view={view}
+        error={this._accountsError}
+        now={Date.now()}
+        width={this._width}
+        range={this._accountsRange}
+        onRange={range => {
+          this._accountsRange = range;
+          this.update();
+        }}
+      />
+    );
+  }
+
   private _loaded = false;
   private _cluster: ICluster | null = null;
   private _clusterError: string | null = null;
   private _timeline: ITimelineJob[] = [];
   private _timelineError: string | null = null;
-  private _names = new Map<string, string>();
+  private _accounts: IAccounts | null = null;
+  private _accountsError: string | null = null;
+  private _jobs = new Map<string, { name: string; status: string }>();
   private _channel: PushChannel;
   private _ticker = 0;
-  private _timelineTimer = 0;
-  private _timelineReadAt = 0;
+  private _timers: Record<Reading, number> = { timeline: 0, accounts: 0 };
+  private _readAt: Record<Reading, number> = { timeline: 0, accounts: 0 };
   private _range = 0;
+  private _accountsRange = 0;
   private _width = 0;
   private _observer: ResizeObserver | null = null;
 }

@@ -1,6 +1,7 @@
 /**
- * A job's page (a main-area tab): parameters, status history, attempt and worker, GPUs
- * over time, a chart per metric, the error with its cause, and the job's actions.
+ * A job's page (a main-area tab): parameters, status history, attempt and worker, its
+ * account and why it lost GPUs (shrunk or re-queued), GPUs over time, a chart per metric,
+ * the error with its cause, and the job's actions.
  * Kept up to date by the push channel (on a timer while it cannot be opened).
  */
 import * as React from 'react';
@@ -13,6 +14,7 @@ import {
   getMetrics,
   getTimeline
 } from '../api';
+import { reclaimNotes } from '../accounts';
 import { CANCELLABLE_STATUSES, JOBS_POLL_MS } from '../constants';
 import { formatDuration, jobElapsed, parseTime, PALETTE } from '../format';
 import { gpuSeries, metricSeries } from '../job-charts';
@@ -236,6 +238,7 @@ export class JobPage extends PollingWidget {
           </p>
         )}
         {this._renderActions(job)}
+        {this._renderReclaims(job)}
         {job.error && job.error !== job.status && (
           <section
             className="nbrunner-JobPage-error"
@@ -376,6 +379,9 @@ export class JobPage extends PollingWidget {
     if (job.host) {
       rows.splice(3, 0, ['Host', job.host, 'host']);
     }
+    if (job.account) {
+      rows.splice(rows.findIndex(([, , key]) => key === 'owner') + 1, 0, ['Account', job.account, 'account']);
+    }
     if (job.sweep) {
       rows.push(['Sweep', job.sweep, 'sweep']);
     }
@@ -446,12 +452,35 @@ export class JobPage extends PollingWidget {
                       (+{formatDuration(at - first)})
                     </span>
                   )}
+                  {h.reason && (
+                    <span className="nbrunner-JobPage-reason" data-testid="nbrunner-jobpage-history-reason">
+                      {' '}
+                      {h.reason}
+                    </span>
+                  )}
                 </li>
               );
             })}
           </ol>
         )}
       </section>
+    );
+  }
+
+  /** Why the job lost GPUs: "Shrunk: reclaimed by account vision", "Re-queued: ...". */
+  private _renderReclaims(job: IJob): React.ReactElement | null {
+    const notes = reclaimNotes(job);
+    if (notes.length === 0) {
+      return null;
+    }
+    return (
+      <ul className="nbrunner-JobPage-reclaims" data-testid="nbrunner-jobpage-reclaims" aria-label="Why the job lost GPUs">
+        {notes.map(note => (
+          <li key={note.text} data-testid="nbrunner-jobpage-reclaim" data-kind={note.kind}>
+            {note.text}
+          </li>
+        ))}
+      </ul>
     );
   }
 

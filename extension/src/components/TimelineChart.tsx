@@ -1,4 +1,8 @@
-/** The GPU allocation of every job over time: stacked step areas in plain SVG, a legend. */
+/**
+ * GPUs over time, stacked step areas in plain SVG with a legend: of every job (the default),
+ * or of other holders such as accounts (`noun`; test ids start with `testid`, and each series
+ * carries `data-<noun>-id`).
+ */
 import * as React from 'react';
 
 import {
@@ -19,8 +23,17 @@ export function TimelineChart(props: {
   now: number;
   windowMs: number | null;
   width?: number;
+  /** What a series is ("job", "account"). */
+  noun?: string;
+  /** Prefix of the test ids (default `nbrunner-timeline`). */
+  testid?: string;
+  /** What the chart says when no series holds a GPU. */
+  emptyText?: string;
 }): React.ReactElement {
   const W = props.width ?? 760;
+  const noun = props.noun ?? 'job';
+  const tid = props.testid ?? 'nbrunner-timeline';
+  const idAttribute = `data-${noun}-id`;
   const layout = timelineLayout(timelineSeries(props.jobs), {
     capacity: props.capacity,
     now: props.now,
@@ -29,8 +42,8 @@ export function TimelineChart(props: {
   });
   if (layout === null) {
     return (
-      <p className="nbrunner-Empty" data-testid="nbrunner-timeline-empty">
-        No GPU allocation recorded yet.
+      <p className="nbrunner-Empty" data-testid={`${tid}-empty`}>
+        {props.emptyText ?? 'No GPU allocation recorded yet.'}
       </p>
     );
   }
@@ -38,14 +51,14 @@ export function TimelineChart(props: {
   const plotH = H - M.top - M.bottom;
   const span = layout.end - layout.start;
   return (
-    <div className="nbrunner-Timeline" data-testid="nbrunner-timeline">
+    <div className="nbrunner-Timeline" data-testid={tid}>
       <svg
         className="nbrunner-Timeline-svg"
         width={W}
         height={H}
         viewBox={`0 0 ${W} ${H}`}
         role="img"
-        aria-label={timelineLabel(layout)}
+        aria-label={timelineLabel(layout, noun)}
       >
         <g className="nbrunner-Timeline-grid">
           {layout.yTicks.map(v => (
@@ -64,21 +77,21 @@ export function TimelineChart(props: {
               <path
                 key={s.id}
                 className="nbrunner-Timeline-series"
-                data-testid="nbrunner-timeline-series"
-                data-job-id={s.id}
+                data-testid={`${tid}-series`}
+                {...{ [idAttribute]: s.id }}
                 d={d}
                 fill={color}
                 fillOpacity={0.75}
                 stroke={color}
                 strokeWidth={1}
               >
-                <title>{`${s.name} (${s.id}): ${current} GPU${current === 1 ? '' : 's'} now, up to ${peak}`}</title>
+                <title>{`${s.name === s.id ? s.name : `${s.name} (${s.id})`}: ${current} GPU${current === 1 ? '' : 's'} now, up to ${peak}`}</title>
               </path>
             );
           })}
         </g>
         {props.capacity > 0 && (
-          <g className="nbrunner-Timeline-capacity" data-testid="nbrunner-timeline-capacity">
+          <g className="nbrunner-Timeline-capacity" data-testid={`${tid}-capacity`}>
             <line
               x1={M.left}
               x2={W - M.right}
@@ -90,7 +103,7 @@ export function TimelineChart(props: {
             </text>
           </g>
         )}
-        <g className="nbrunner-Timeline-axis" data-testid="nbrunner-timeline-axis">
+        <g className="nbrunner-Timeline-axis" data-testid={`${tid}-axis`}>
           <line x1={M.left} x2={W - M.right} y1={M.top + plotH} y2={M.top + plotH} />
           <line x1={M.left} x2={M.left} y1={M.top} y2={M.top + plotH} />
           {layout.xTicks.map(t => (
@@ -113,18 +126,18 @@ export function TimelineChart(props: {
       </svg>
       <ul
         className="nbrunner-Timeline-legend"
-        data-testid="nbrunner-timeline-legend"
-        aria-label="Jobs in the timeline"
+        data-testid={`${tid}-legend`}
+        aria-label={`${noun[0].toUpperCase()}${noun.slice(1)}s in the timeline`}
       >
         {layout.areas.map(({ series: s, current }) => (
-          <li key={s.id} data-testid="nbrunner-timeline-legend-item" data-job-id={s.id}>
+          <li key={s.id} data-testid={`${tid}-legend-item`} {...{ [idAttribute]: s.id }}>
             <span
               className="nbrunner-Timeline-swatch"
               style={{ background: props.colors.get(s.id) }}
               aria-hidden="true"
             />
             <span className="nbrunner-Timeline-name">{props.names.get(s.id) ?? s.name}</span>
-            <code>{s.id}</code>
+            {s.id !== (props.names.get(s.id) ?? s.name) && <code>{s.id}</code>}
             <span className="nbrunner-Timeline-now">
               {current} GPU{current === 1 ? '' : 's'} now
             </span>
