@@ -8,16 +8,16 @@ import pytest
 import nbrunner
 from nbrunner.control.attained import AttainedLedger
 
-from support import make_notebook, no_slot_ever_held_twice, wait_for
+from support import GRANT_FOLLOWER, make_notebook, no_slot_ever_held_twice, wait_for
 
-from .test_scheduler import FOLLOWER, gpus  # FOLLOWER follows its grant as ElasticTrainer does (no throughput)
+from .test_scheduler import gpus
 
 pytestmark = pytest.mark.slow
 
 
 def test_a_newcomer_is_served_before_a_job_past_the_first_queue(workspace, monkeypatch):
     monkeypatch.setenv("NBRUNNER_GOODPUT_QUEUE_S", "6")  # the scheduler's first queue: 6 GPU-seconds
-    make_notebook(workspace / "follow.ipynb", FOLLOWER, parameters="MIN = 1\nMAX = 3\nSTOP = 'stop'")
+    make_notebook(workspace / "follow.ipynb", GRANT_FOLLOWER, parameters="MIN = 1\nMAX = 3\nSTOP = 'stop'")
     with nbrunner.setup_cluster(gpus=3, workers=2, workspace=workspace, policy="goodput") as cluster:
         a = cluster.submit("follow.ipynb", {"STOP": "stop-a"}, min_gpus=1, max_gpus=3)
         wait_for(lambda: gpus(a) == 3, 60, what="A to hold all 3 slots")
