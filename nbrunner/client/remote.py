@@ -384,15 +384,21 @@ class ServiceJobChanges:
                 if response.status >= 300:
                     raise self.client.error(response, response.read())
                 self._messages(response)
-            except NbrunnerError as exc:
+            except NoCluster as exc:  # out of reach: once open, it is tried again
                 if not self.ready.is_set():
-                    self.changes.put(exc)
-                    self.ready.set()
+                    self._fail(exc)
                     return
+            except NbrunnerError as exc:  # refused (a token revoked meanwhile, say): the reader says why
+                self._fail(exc)
+                return
             except (OSError, http.client.HTTPException):
                 pass
             self.client.close()
             time.sleep(0.5)  # then resume where the stream broke off
+
+    def _fail(self, exc: NbrunnerError) -> None:
+        self.changes.put(exc)
+        self.ready.set()
 
     def _messages(self, response: http.client.HTTPResponse) -> None:
         event, data, event_id = "message", [], None
