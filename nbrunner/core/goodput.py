@@ -33,6 +33,11 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
      peak or ``2 x`` their largest measured size (:data:`EXPLORE_FACTOR`; or
      their current size, if larger), so a job measured at one size (modelled as
      scaling linearly from there) grows step by step and is measured on the way;
+     and, while a later queue has jobs, only while each GPU adds at least
+     :data:`SHORT_EFFICIENCY_FLOOR` (0.2) to the job's speedup (``S(n) - S(n-1)``):
+     a short job does not hold GPUs it barely uses while long jobs wait (with
+     batch-size adaptation a job's goodput keeps rising a little up to its max,
+     and queue 0 took nearly the whole cluster);
    * in later queues (long jobs, which share the cluster for hours), measured
      jobs are served first come, first served (admission order, as Tiresias
      serves a queue), each up to its *efficient size*: the largest ``n`` within
@@ -42,8 +47,9 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
      keeps each from taking GPUs it would use poorly.
 
 3. GPUs left once every queue is served go, by the same marginal gain, to the
-   later queues' measured jobs past their efficient size, within the bounds
-   above; GPUs no job gains from stay free.
+   later queues' measured jobs past their efficient size and to queue 0's held
+   below what they gain from, within the bounds above; GPUs no job gains from
+   stay free.
 4. Restart-aware: a demand may carry ``"gpus"`` (its current GPU count, default
    0), ``"pause_s"`` (measured pause of one resize, seconds, default 0) and
    ``"horizon_s"`` (default :data:`HORIZON_S`, 300 s = five 60 s scheduling
@@ -84,13 +90,15 @@ from .efficiency import check_efficiency, goodput_points
 from .fairsplit import fair_split
 from .throughput import fit_arrays, points
 
-__all__ = ["goodput_allocate", "attained_array", "queue_of", "QUEUE_THRESHOLDS", "EFFICIENCY_FLOOR", "HORIZON_S",
-           "EXPLORE_FACTOR"]
+__all__ = ["goodput_allocate", "attained_array", "queue_of", "QUEUE_THRESHOLDS", "EFFICIENCY_FLOOR",
+           "SHORT_EFFICIENCY_FLOOR", "HORIZON_S", "EXPLORE_FACTOR"]
 
 QUEUE_THRESHOLDS = (16 * 3600.0,)
 """Attained service (GPU-seconds) at which a job moves to the next queue: 16 GPU-hours."""
 EFFICIENCY_FLOOR = 0.85
 """Least speedup per GPU, ``S(n) / n``, of a long job's efficient size (queues after the first)."""
+SHORT_EFFICIENCY_FLOOR = 0.2
+"""Least speedup a GPU adds, ``S(n) - S(n-1)``, to a queue-0 job before later queues are served."""
 HORIZON_S = 300.0
 EXPLORE_FACTOR = 2
 TIE_RTOL = 1e-9
@@ -160,6 +168,7 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     avail = min(total, int(M.sum())) - int(m.sum())
     queue = queue_of(attained, thresholds)
     queues = np.unique(queue).tolist()
+    held_back = np.zeros(len(m), dtype=bool)  # queue-0 jobs kept below what they gain from while long jobs wait
     for q in queues:
         if avail <= 0:
             break
@@ -170,8 +179,10 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
             avail -= int(fair.sum() - x[un].sum())
             x[un] = fair
         if len(ms) and avail > 0:
-            if q == 0:
-                add = _greedy(avail, x[ms], cap[ms], coef[ms], w[ms], cur[ms], rho[ms])
+            if q == 0:  # by marginal gain; while later queues wait, only GPUs the job uses well
+                lim = cap[ms] if q == queues[-1] else _useful_size(coef[ms], SHORT_EFFICIENCY_FLOOR, x[ms], cap[ms])
+                held_back[ms] = lim < cap[ms]
+                add = _greedy(avail, x[ms], lim, coef[ms], w[ms], cur[ms], rho[ms])
             else:  # first come, first served, each up to its efficient size
                 ext = np.maximum(_efficient_size(coef[ms], EFFICIENCY_FLOOR, cap[ms]) - x[ms], 0)
                 add = np.clip(avail - (np.cumsum(ext) - ext), 0, ext)
@@ -181,9 +192,9 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
             top = fair_split(avail + int(x[un].sum()), x[un], M[un], w[un], w_is_int)
             avail -= int(top.sum() - x[un].sum())
             x[un] = top
-    later = midx[queue[midx] > 0]  # queue 0's measured jobs had every GPU they gain from
-    if len(later) and avail > 0:
-        x[later] += _greedy(avail, x[later], cap[later], coef[later], w[later], cur[later], rho[later])
+    rest = midx[(queue[midx] > 0) | held_back[midx]]  # the other measured jobs had every GPU they gain from
+    if len(rest) and avail > 0:
+        x[rest] += _greedy(avail, x[rest], cap[rest], coef[rest], w[rest], cur[rest], rho[rest])
     _restart_aware(x, m, M, midx, coef[midx], adm_demands)
     return x
 
@@ -226,6 +237,21 @@ def _efficient_size(coef: np.ndarray, floor: float, cap: np.ndarray) -> np.ndarr
     return np.minimum(n, cap).astype(np.int64)
 
 
+def _useful_size(coef: np.ndarray, floor: float, base: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """Per job: the largest ``n`` (``base``..``cap``) whose every GPU past ``base`` adds ``S(k) - S(k-1) >= floor``."""
+    ext = np.maximum(cap - base, 0)
+    if ext.sum() == 0:
+        return base.copy()
+    b, a, c = coef[:, 0], coef[:, 1], coef[:, 2]
+    job, start, k = _flat(ext)
+    hi = (base[job] + k + 1).astype(np.float64)  # the count the job's k-th extra GPU takes it to
+    y = lambda n: a[job] + b[job] / n + c[job] * (n - 1)  # noqa: E731
+    lo = np.maximum(hi - 1, 1)
+    adds = np.where(hi <= 1, 1.0, (a + b)[job] * (1 / y(hi) - 1 / y(lo)))  # S(hi) - S(hi - 1)
+    good = _segment_cummin((adds >= floor).astype(np.float64), start, ext) > 0
+    return base + np.bincount(job[good], minlength=len(base)).astype(np.int64)
+
+
 def _greedy(pool: int, base: np.ndarray, cap: np.ndarray, coef: np.ndarray, w: np.ndarray, cur: np.ndarray,
             rho: np.ndarray) -> np.ndarray:
     """Extra GPUs (above ``base``, up to ``cap``): the ``pool`` largest weighted marginal gains."""
@@ -234,9 +260,7 @@ def _greedy(pool: int, base: np.ndarray, cap: np.ndarray, coef: np.ndarray, w: n
         return np.zeros(len(base), dtype=np.int64)
     b, a, c = coef[:, 0], coef[:, 1], coef[:, 2]
     # Flat candidates: job j's k-th extra GPU takes it from base+k to base+k+1.
-    job = np.repeat(np.arange(len(base)), ext)
-    start = np.cumsum(ext) - ext
-    k = np.arange(len(job)) - np.repeat(start, ext)
+    job, start, k = _flat(ext)
     lo = (base[job] + k).astype(np.float64)
     y = lambda n: a[job] + b[job] / n + c[job] * (n - 1)  # noqa: E731
     y1 = (a + b)[job]  # seconds per sample on 1 GPU: S(n) = y1 / y(n)
@@ -266,6 +290,13 @@ def _greedy(pool: int, base: np.ndarray, cap: np.ndarray, coef: np.ndarray, w: n
         tie = tie[np.lexsort((k[tie], job[tie]))][: pool - len(above)]
         cand = np.concatenate((above, tie))
     return np.bincount(job[cand], minlength=len(base)).astype(np.int64)
+
+
+def _flat(ext: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For ``ext[j]`` extra GPUs per job: each candidate's job, each job's first candidate, each candidate's rank."""
+    job = np.repeat(np.arange(len(ext)), ext)
+    start = np.cumsum(ext) - ext
+    return job, start, np.arange(len(job)) - np.repeat(start, ext)
 
 
 def _check_restart_fields(d: dict, ident: Any) -> None:

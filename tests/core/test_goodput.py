@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbrunner.core.allocate import allocate
-from nbrunner.core.goodput import EFFICIENCY_FLOOR, HORIZON_S, QUEUE_THRESHOLDS, queue_of
+from nbrunner.core.goodput import EFFICIENCY_FLOOR, HORIZON_S, QUEUE_THRESHOLDS, SHORT_EFFICIENCY_FLOOR, queue_of
 from nbrunner.core.throughput import fit_many, fit_throughput
 
 from .test_allocate import admitted_of, job, order_of, scenarios
@@ -250,6 +250,23 @@ def test_long_jobs_stop_at_their_efficient_size():
     assert allocate(20, demands, "goodput") == {"a": 8, "b": 8}
 
 
+def test_short_jobs_keep_only_useful_gpus_while_long_jobs_wait():
+    knee = curve(0.004, 0.006, 0.0, [1, 2, 4])  # S = 10 / (4 + 6/n): GPUs 2..4 add 0.43, 0.24, 0.15
+    lin = curve(0.0, 0.01, 0.0, [1, 2, 4])
+    assert SHORT_EFFICIENCY_FLOOR == 0.2
+    short = job("short", 1, 8, throughput=knee)
+    long = job("long", 1, 8, submitted_at=1, throughput=lin, attained=LONG)
+    # short stops at 3 GPUs (its 4th would add 0.15 < 0.2); long gets the rest.
+    assert allocate(10, [short, long], "goodput") == {"short": 3, "long": 7}
+    # With more GPUs than long can use, short grows past 3 again by marginal gain.
+    assert allocate(12, [short, long], "goodput") == {"short": 4, "long": 8}
+    assert allocate(16, [short, long], "goodput") == {"short": 8, "long": 8}
+    # Without a later queue waiting, the plain split: short's 4th GPU (gain 0.05) before new's 7th (0.024).
+    new = job("new", 1, 8, submitted_at=1, throughput=lin)
+    assert allocate(10, [short, new], "goodput") == {"short": 4, "new": 6}
+    assert allocate(4, [short], "goodput") == {"short": 4}
+
+
 def test_unmeasured_jobs_are_topped_up_before_a_later_queue():
     peaked = curve(0.0, 0.01, 0.005, [1, 2])  # peak at 1-2 GPUs
     demands = [job("m", 1, 8, throughput=peaked), job("u", 1, 8, submitted_at=1),
@@ -268,7 +285,7 @@ def test_attained_is_validated():
 
 
 def still_gains(d: dict, x: int, total: int, queue: int) -> bool:
-    """Whether admitted job ``d`` at ``x`` GPUs is below the size its queue serves it to."""
+    """Whether admitted job ``d`` at ``x`` GPUs is below the size its queue serves it to while a later queue waits."""
     cap_max = min(d["max_gpus"], total)
     thr = d.get("throughput") or {}
     if not thr:
@@ -278,8 +295,8 @@ def still_gains(d: dict, x: int, total: int, queue: int) -> bool:
     if x >= cap or x < 1:
         return x < cap
     rises = model.speedup(x + 1) > model.speedup(x) * (1 + 1e-9)
-    if queue == 0:
-        return rises
+    if queue == 0:  # only GPUs that add at least SHORT_EFFICIENCY_FLOOR to its speedup
+        return rises and model.speedup(x + 1) - model.speedup(x) >= SHORT_EFFICIENCY_FLOOR * (1 + 1e-9)
     return rises and model.speedup(x + 1) / (x + 1) >= EFFICIENCY_FLOOR * (1 + 1e-9)
 
 
