@@ -8,6 +8,7 @@ time.
 """
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from datetime import datetime
@@ -52,6 +53,8 @@ def watch(backend: Any, status: str | None, schedule: str | None, limit: int, wi
           out: TextIO = sys.stdout) -> None:
     """Show the jobs live until interrupted (KeyboardInterrupt reaches the caller); ``backend`` is
     a cluster's (:mod:`.local` or :mod:`.remote`)."""
+    # Ctrl-C stops it even when started where SIGINT is ignored (a script's background job)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     changes = backend.job_changes()  # before the first page: no change falls between the two
 
     def keep(r: JobRecord) -> bool:
