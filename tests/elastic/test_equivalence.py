@@ -71,7 +71,9 @@ def test_resized_2_1_2_mid_epoch_same_parameters(digits_npz, reference):
     for r in hist.rescales:
         assert r["reason"] == "grant"
         assert isinstance(r["pause_s"], float) and 0 <= r["pause_s"] < 5.0
-        assert r["step"] % spe != 0  # mid-epoch
+    # the shrink is taken at the next step, mid-epoch; the grow waits for its learner to start, so
+    # under load it may land anywhere, an epoch's end included (1 in 46)
+    assert hist.rescales[0]["step"] % spe != 0
     assert hist.rescales[0]["step"] >= 12 and hist.rescales[1]["step"] >= 60
     # in place: the learner that stays keeps its process through both resizes
     first = pids[0]
