@@ -66,7 +66,13 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    efficiency}``, values in ``(0, 1]``): the job scales its batch with its GPUs, so what it
    gains from ``n`` GPUs is its goodput, throughput x statistical efficiency. The model of
    every step above is then fitted to its goodput points (``nbrunner.core.efficiency``)
-   instead of its raw throughput: the speedup it counts is progress, not samples.
+   instead of its raw throughput: the speedup it counts is progress, not samples. Such a job
+   also grows further: in queue 0, while later queues wait, while each GPU adds at least
+   :data:`SHORT_ADAPTIVE_FLOOR` (0.35, not 0.2) to its goodput speedup; in later queues, first
+   come, first served, up to the larger of its efficient size and the largest ``n`` whose every
+   GPU past its minimum adds at least :data:`LONG_ADAPTIVE_FLOOR` (0.4). Its goodput keeps
+   rising with GPUs longer than a fixed batch's throughput does (its batch grows with them);
+   a demand without ``efficiency`` is served exactly as above.
 
 Without ``attained`` every job is in queue 0 and the policy is the plain goodput
 split of measured speedups; without measurements either, it equals fairshare.
@@ -91,7 +97,7 @@ from .fairsplit import fair_split
 from .throughput import fit_arrays, points
 
 __all__ = ["goodput_allocate", "attained_array", "queue_of", "QUEUE_THRESHOLDS", "EFFICIENCY_FLOOR",
-           "SHORT_EFFICIENCY_FLOOR", "HORIZON_S", "EXPLORE_FACTOR"]
+           "SHORT_EFFICIENCY_FLOOR", "SHORT_ADAPTIVE_FLOOR", "LONG_ADAPTIVE_FLOOR", "HORIZON_S", "EXPLORE_FACTOR"]
 
 QUEUE_THRESHOLDS = (16 * 3600.0,)
 """Attained service (GPU-seconds) at which a job moves to the next queue: 16 GPU-hours."""
@@ -99,6 +105,10 @@ EFFICIENCY_FLOOR = 0.85
 """Least speedup per GPU, ``S(n) / n``, of a long job's efficient size (queues after the first)."""
 SHORT_EFFICIENCY_FLOOR = 0.2
 """Least speedup a GPU adds, ``S(n) - S(n-1)``, to a queue-0 job before later queues are served."""
+SHORT_ADAPTIVE_FLOOR = 0.35
+""":data:`SHORT_EFFICIENCY_FLOOR` of a batch-adapting job (a demand with ``efficiency``), on its goodput speedup."""
+LONG_ADAPTIVE_FLOOR = 0.4
+"""Least goodput speedup a GPU adds to a batch-adapting long job past its efficient size (queues after the first)."""
 HORIZON_S = 300.0
 EXPLORE_FACTOR = 2
 TIE_RTOL = 1e-9
@@ -143,6 +153,8 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     adapting = [i for i, d in enumerate(adm_demands) if d.get("efficiency") is not None]
     for i in adapting:  # fitted to their goodput (throughput x efficiency)
         thr[i] = _goodput_of(adm_demands[i], adm_ids[i])
+    adapts = np.zeros(len(m), dtype=bool)
+    adapts[adapting] = True
     measured = np.fromiter((len(t) > 0 for t in thr), dtype=bool, count=len(thr))
     midx = np.flatnonzero(measured)
     for i in midx.tolist():
@@ -180,11 +192,18 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
             x[un] = fair
         if len(ms) and avail > 0:
             if q == 0:  # by marginal gain; while later queues wait, only GPUs the job uses well
-                lim = cap[ms] if q == queues[-1] else _useful_size(coef[ms], SHORT_EFFICIENCY_FLOOR, x[ms], cap[ms])
+                floor = np.where(adapts[ms], SHORT_ADAPTIVE_FLOOR, SHORT_EFFICIENCY_FLOOR)
+                lim = cap[ms] if q == queues[-1] else _useful_size(coef[ms], floor, x[ms], cap[ms])
                 held_back[ms] = lim < cap[ms]
                 add = _greedy(avail, x[ms], lim, coef[ms], w[ms], cur[ms], rho[ms])
-            else:  # first come, first served, each up to its efficient size
-                ext = np.maximum(_efficient_size(coef[ms], EFFICIENCY_FLOOR, cap[ms]) - x[ms], 0)
+            else:  # first come, first served, each up to its efficient size (adapting: its useful size)
+                size = _efficient_size(coef[ms], EFFICIENCY_FLOOR, cap[ms])
+                ad = adapts[ms]
+                if ad.any():
+                    useful = _useful_size(coef[ms[ad]], np.full(int(ad.sum()), LONG_ADAPTIVE_FLOOR), x[ms[ad]],
+                                          cap[ms[ad]])
+                    size[ad] = np.maximum(size[ad], useful)
+                ext = np.maximum(size - x[ms], 0)
                 add = np.clip(avail - (np.cumsum(ext) - ext), 0, ext)
             x[ms] += add
             avail -= int(add.sum())
@@ -237,8 +256,9 @@ def _efficient_size(coef: np.ndarray, floor: float, cap: np.ndarray) -> np.ndarr
     return np.minimum(n, cap).astype(np.int64)
 
 
-def _useful_size(coef: np.ndarray, floor: float, base: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    """Per job: the largest ``n`` (``base``..``cap``) whose every GPU past ``base`` adds ``S(k) - S(k-1) >= floor``."""
+def _useful_size(coef: np.ndarray, floor: np.ndarray, base: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """Per job: the largest ``n`` (``base``..``cap``) whose every GPU past ``base`` adds ``S(k) - S(k-1) >= floor``
+    (the job's)."""
     ext = np.maximum(cap - base, 0)
     if ext.sum() == 0:
         return base.copy()
@@ -248,7 +268,7 @@ def _useful_size(coef: np.ndarray, floor: float, base: np.ndarray, cap: np.ndarr
     y = lambda n: a[job] + b[job] / n + c[job] * (n - 1)  # noqa: E731
     lo = np.maximum(hi - 1, 1)
     adds = np.where(hi <= 1, 1.0, (a + b)[job] * (1 / y(hi) - 1 / y(lo)))  # S(hi) - S(hi - 1)
-    good = _segment_cummin((adds >= floor).astype(np.float64), start, ext) > 0
+    good = _segment_cummin((adds >= floor[job]).astype(np.float64), start, ext) > 0
     return base + np.bincount(job[good], minlength=len(base)).astype(np.int64)
 
 

@@ -90,6 +90,12 @@ class BatchAdaptation:
         """Initial-batch samples per second at the best batch: throughput x statistical efficiency."""
         return self.init_batch * self.best(gpus, epoch)[1]
 
+    def measure(self, gpus: int, epoch: int) -> tuple[float, float]:
+        """(throughput in samples/s, statistical efficiency) at the best batch on ``gpus`` GPUs in ``epoch``:
+        what a live job reports; their product is :meth:`goodput`."""
+        batch = self.best(gpus, epoch)[0]
+        return batch / self.app.step_time(gpus, batch), self.efficiency(batch, epoch)
+
     def epoch_of(self, progress: float) -> int:
         """The epoch a job with this much progress is in."""
         return int(np.searchsorted(self.epoch_ends, progress, side="right"))

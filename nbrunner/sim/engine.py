@@ -28,8 +28,9 @@ Scheduling (documented choices; performance and work are in ``nbrunner.sim.apps`
   goodput) picks its global batch by goodput, throughput x statistical
   efficiency (``nbrunner.sim.adapt``), when its GPU count changes and at every
   epoch; its max is then the fewest GPUs reaching its peak goodput in its last
-  epoch, and goodput demands carry its measured goodput (initial-batch samples/s)
-  as ``throughput``. ``static`` and ``tiresias`` keep the workload's batches, as
+  epoch, and goodput demands carry its ``throughput`` (samples/s at the batch it
+  runs) and ``efficiency`` (that batch's statistical efficiency) at each size it ran:
+  the policy fits its goodput, their product (initial-batch samples/s). ``static`` and ``tiresias`` keep the workload's batches, as
   the Pollux study's baselines do.
 * Every start and every change of a job's GPU count pauses it for
   ``restart_pause`` seconds (GPUs held, no progress; default 30 s, the Pollux
@@ -264,6 +265,8 @@ class _Replay:
              "running": j.gpus > 0, "owner": j.owner or "-", "groups": j.groups}
         if self.policy == "goodput":
             d.update(throughput=j.measured, gpus=j.gpus, pause_s=self.pause)
+            if self.adapt:
+                d["efficiency"] = j.efficiency
             if self.feed_attained:
                 d["attained"] = j.attained
         return d
@@ -300,9 +303,11 @@ class _Replay:
             j.unit_time = self.apps[j.app].step_time(j.gpus, j.batch)
             measured = j.batch / j.unit_time
         if self.policy == "goodput":
-            if self.adapt:  # every size it ran, at this epoch's efficiency (its goodput model, refreshed)
+            if self.adapt:  # every size it ran, at this epoch's batch and efficiency (as a live job reports)
                 ad = self.adapt[j.app]
-                j.measured = {g: ad.goodput(g, j.epoch) for g in (*j.measured, j.gpus)}
+                seen = {g: ad.measure(g, j.epoch) for g in (*j.measured, j.gpus)}
+                j.measured = {g: thr for g, (thr, _) in seen.items()}
+                j.efficiency = {g: eff for g, (_, eff) in seen.items()}
             else:
                 j.measured.setdefault(j.gpus, measured)
             self.dirty = True  # its inputs (gpus, throughput) changed

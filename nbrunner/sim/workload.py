@@ -70,6 +70,7 @@ class Job:
     queue: int = 0  # tiresias queue
     queued_at: float = 0.0  # arrival in the current tiresias queue
     measured: dict = field(default_factory=dict)  # gpus -> samples/s seen (goodput)
+    efficiency: dict = field(default_factory=dict)  # gpus -> statistical efficiency there (adapting, goodput)
     owner: str = ""  # who submitted it (optional column): with an accounts tree, it decides its account
     groups: tuple[str, ...] = ()  # the owner's groups (optional column, separated by ";")
 

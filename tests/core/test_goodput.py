@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbrunner.core.allocate import allocate
-from nbrunner.core.goodput import EFFICIENCY_FLOOR, HORIZON_S, QUEUE_THRESHOLDS, SHORT_EFFICIENCY_FLOOR, queue_of
+from nbrunner.core.goodput import (EFFICIENCY_FLOOR, HORIZON_S, LONG_ADAPTIVE_FLOOR, QUEUE_THRESHOLDS,
+                                   SHORT_ADAPTIVE_FLOOR, SHORT_EFFICIENCY_FLOOR, queue_of)
 from nbrunner.core.throughput import fit_many, fit_throughput
 
 from .test_allocate import admitted_of, job, order_of, scenarios
@@ -265,6 +266,26 @@ def test_short_jobs_keep_only_useful_gpus_while_long_jobs_wait():
     new = job("new", 1, 8, submitted_at=1, throughput=lin)
     assert allocate(10, [short, new], "goodput") == {"short": 4, "new": 6}
     assert allocate(4, [short], "goodput") == {"short": 4}
+
+
+def test_batch_adapting_jobs_have_their_own_floors():
+    """A demand with ``efficiency`` (here 1 at every size: goodput = throughput) grows by its marginal
+    goodput speedup: long jobs past their efficient size, short ones less while long jobs wait."""
+    assert (SHORT_ADAPTIVE_FLOOR, LONG_ADAPTIVE_FLOOR) == (0.35, 0.4)
+    flat = {n: 1.0 for n in range(1, 9)}
+    slow = curve(0.001, 0.009, 0.0, [1, 2, 4])  # S(n)/n = 10/(n+9); GPU n adds 90/((n+9)(n+8)): 0.43 at 6, 0.38 at 7
+    lin = curve(0.0, 0.01, 0.0, [1, 2, 4])
+    a = job("a", 1, 8, throughput=slow, attained=LONG)
+    b = job("b", 1, 8, submitted_at=1, throughput=lin, attained=LONG)
+    assert allocate(10, [a, b], "goodput") == {"a": 2, "b": 8}  # fixed batch: a stops at its efficient size
+    assert allocate(10, [dict(a, efficiency=flat), b], "goodput") == {"a": 6, "b": 4}
+    knee = curve(0.004, 0.006, 0.0, [1, 2, 4])  # GPUs 2..4 add 0.43, 0.24, 0.15
+    short = job("short", 1, 8, throughput=knee)
+    assert allocate(10, [short, b], "goodput") == {"short": 3, "b": 7}
+    assert allocate(10, [dict(short, efficiency=flat), b], "goodput") == {"short": 2, "b": 8}
+    # Without a later queue waiting, the plain split as for a fixed batch.
+    new = job("new", 1, 8, submitted_at=1, throughput=lin)
+    assert allocate(10, [dict(short, efficiency=flat), new], "goodput") == allocate(10, [short, new], "goodput")
 
 
 def test_unmeasured_jobs_are_topped_up_before_a_later_queue():

@@ -81,9 +81,10 @@ def test_invariants_with_efficiency(sc, rnd):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.one_of(measured_scenarios(), queued_scenarios()), st.floats(0.05, 1.0))
+@given(measured_scenarios(), st.floats(0.05, 1.0))
 def test_the_same_efficiency_at_every_size_changes_nothing(sc, e):
-    """Speedups are ratios: a job whose efficiency is the same at every size is allocated as without it."""
+    """Speedups are ratios: a job whose efficiency is the same at every size is allocated as without it
+    (in one queue: with later queues an adapting job's floors differ, see test_goodput.py)."""
     total, demands = sc
     flat = [dict(d, efficiency={n: e for n in range(1, 25)}) if d.get("throughput") else d for d in demands]
     assert allocate(total, flat, "goodput") == allocate(total, demands, "goodput")

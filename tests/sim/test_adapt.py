@@ -100,7 +100,8 @@ def test_goodput_sees_goodput_at_this_epochs_efficiency(toy_app, monkeypatch):
     real = engine.allocate
 
     def spy(total, demands, policy="fairshare", **kw):
-        seen.extend(dict(d["throughput"]) for d in demands)
+        # as a live job reports it: throughput at the batch it runs and that batch's efficiency
+        seen.extend({g: t * d["efficiency"][g] for g, t in d["throughput"].items()} for d in demands)
         return real(total, demands, policy, **kw)
 
     monkeypatch.setattr(engine, "allocate", spy)
