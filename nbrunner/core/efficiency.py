@@ -21,6 +21,8 @@ import math
 from numbers import Real
 from typing import Any
 
+from .limits import gpu_count
+
 __all__ = ["check_efficiency", "goodput_points"]
 
 
@@ -30,12 +32,7 @@ def check_efficiency(efficiency: Any, ident: Any = None) -> dict[int, float]:
         raise ValueError(f"demand {ident!r}: efficiency must be a dict {{gpus: statistical efficiency}}")
     out: dict[int, float] = {}
     for k, v in efficiency.items():
-        try:
-            n = int(k)
-        except (TypeError, ValueError):
-            raise ValueError(f"demand {ident!r}: efficiency key {k!r} is not a GPU count") from None
-        if isinstance(k, (bool, float)) or n < 1:
-            raise ValueError(f"demand {ident!r}: efficiency key {k!r} must be a positive integer")
+        n = gpu_count(k, "efficiency", ident)
         if isinstance(v, bool) or not isinstance(v, Real) or not math.isfinite(v) or not 0 < v <= 1:
             raise ValueError(f"demand {ident!r}: efficiency at {k!r} must be a number in (0, 1], got {v!r}")
         out[n] = float(v)

@@ -288,3 +288,14 @@ def bad_input(exc: BaseException) -> str | None:
     if isinstance(exc, OverflowError):
         return "a number in the request is out of range"
     return None
+
+
+def gpu_count(key: Any, field: str, ident: Any = None) -> int:
+    """A key of a demand's ``{gpus: value}`` map (``field``) as a GPU count; ``ValueError`` if it is none."""
+    try:
+        n = int(key)
+    except (TypeError, ValueError):
+        raise ValueError(f"demand {ident!r}: {field} key {key!r} is not a GPU count") from None
+    if isinstance(key, (bool, float)) or n < 1:
+        raise ValueError(f"demand {ident!r}: {field} key {key!r} must be a positive integer")
+    return n

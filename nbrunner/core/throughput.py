@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from .limits import gpu_count
+
 __all__ = ["ThroughputModel", "fit_throughput", "fit_many", "fit_arrays", "points"]
 
 # Feature subsets (columns of (1/n, 1, n-1)); b (1/n) first so ties prefer it. Sync
@@ -73,12 +75,7 @@ def points(throughput: Any, ident: Any = None) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"demand {ident!r}: throughput must be a dict {{gpus: samples_per_s}}")
     acc: dict[int, list[float]] = {}
     for k, v in throughput.items():
-        try:
-            n = int(k)
-        except (TypeError, ValueError):
-            raise ValueError(f"demand {ident!r}: throughput key {k!r} is not a GPU count") from None
-        if isinstance(k, (bool, float)) or n < 1:
-            raise ValueError(f"demand {ident!r}: throughput key {k!r} must be a positive integer")
+        n = gpu_count(k, "throughput", ident)
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
                 or not math.isfinite(v) or v <= 0:
             raise ValueError(f"demand {ident!r}: throughput at {k!r} must be a positive number, got {v!r}")
