@@ -52,8 +52,8 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    stay free.
 4. Restart-aware: a demand may carry ``"gpus"`` (its current GPU count, default
    0), ``"pause_s"`` (measured pause of one resize, seconds, default 0) and
-   ``"horizon_s"`` (default :data:`HORIZON_S`, 300 s = five 60 s scheduling
-   intervals). In the marginal-gain steps, a running measured job's GPUs up to
+   ``"horizon_s"`` (default :data:`HORIZON_S`, 150 s = two and a half 60 s
+   scheduling intervals). In the marginal-gain steps, a running measured job's GPUs up to
    its current count are worth ``rho / (1 - rho)`` of its utility more (``rho =
    pause / horizon``, spread evenly over them), the utility it loses to a pause
    if it is resized, so small reshuffles do not happen. At the end, a job whose
@@ -68,11 +68,16 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    every step above is then fitted to its goodput points (``nbrunner.core.efficiency``)
    instead of its raw throughput: the speedup it counts is progress, not samples. Such a job
    also grows further: in queue 0, while later queues wait, while each GPU adds at least
-   :data:`SHORT_ADAPTIVE_FLOOR` (0.35, not 0.2) to its goodput speedup; in later queues, first
+   :data:`SHORT_ADAPTIVE_FLOOR` (0.1, not 0.2) to its goodput speedup; in later queues, first
    come, first served, up to the larger of its efficient size and the largest ``n`` whose every
-   GPU past its minimum adds at least :data:`LONG_ADAPTIVE_FLOOR` (0.4). Its goodput keeps
-   rising with GPUs longer than a fixed batch's throughput does (its batch grows with them);
-   a demand without ``efficiency`` is served exactly as above.
+   GPU past its minimum adds at least :data:`LONG_ADAPTIVE_FLOOR` (0.45). Its goodput keeps
+   rising with GPUs longer than a fixed batch's throughput does (its batch grows with them).
+   Before it has measured anything (``efficiency`` empty) it starts at :data:`ADAPTIVE_START`
+   (1) GPU, as Pollux starts a job and lets it grow to twice what it has measured; it gets
+   more only of the GPUs left once every other job is served. (The simulator's jobs say they
+   adapt from their submission; a live job's demand carries ``efficiency`` from its first
+   report, so a live one starts at its fairshare share.) A demand without ``efficiency`` is
+   served exactly as above.
 
 Without ``attained`` every job is in queue 0 and the policy is the plain goodput
 split of measured speedups; without measurements either, it equals fairshare.
@@ -97,7 +102,8 @@ from .fairsplit import fair_split
 from .throughput import fit_arrays, points
 
 __all__ = ["goodput_allocate", "attained_array", "queue_of", "QUEUE_THRESHOLDS", "EFFICIENCY_FLOOR",
-           "SHORT_EFFICIENCY_FLOOR", "SHORT_ADAPTIVE_FLOOR", "LONG_ADAPTIVE_FLOOR", "HORIZON_S", "EXPLORE_FACTOR"]
+           "SHORT_EFFICIENCY_FLOOR", "SHORT_ADAPTIVE_FLOOR", "LONG_ADAPTIVE_FLOOR", "HORIZON_S", "EXPLORE_FACTOR",
+           "ADAPTIVE_START"]
 
 QUEUE_THRESHOLDS = (16 * 3600.0,)
 """Attained service (GPU-seconds) at which a job moves to the next queue: 16 GPU-hours."""
@@ -105,11 +111,15 @@ EFFICIENCY_FLOOR = 0.85
 """Least speedup per GPU, ``S(n) / n``, of a long job's efficient size (queues after the first)."""
 SHORT_EFFICIENCY_FLOOR = 0.2
 """Least speedup a GPU adds, ``S(n) - S(n-1)``, to a queue-0 job before later queues are served."""
-SHORT_ADAPTIVE_FLOOR = 0.35
+SHORT_ADAPTIVE_FLOOR = 0.1
 """:data:`SHORT_EFFICIENCY_FLOOR` of a batch-adapting job (a demand with ``efficiency``), on its goodput speedup."""
-LONG_ADAPTIVE_FLOOR = 0.4
+LONG_ADAPTIVE_FLOOR = 0.45
 """Least goodput speedup a GPU adds to a batch-adapting long job past its efficient size (queues after the first)."""
-HORIZON_S = 300.0
+HORIZON_S = 150.0
+"""Seconds a new allocation is expected to last (two and a half 60 s scheduling intervals): what a resize's pause
+is weighed against."""
+ADAPTIVE_START = 1
+"""GPUs a batch-adapting job gets before it has measured anything (more only of GPUs no other job gains from)."""
 EXPLORE_FACTOR = 2
 TIE_RTOL = 1e-9
 """Marginal gains this close (relative) are a tie, given to the earlier job: float noise decides nothing."""
@@ -177,6 +187,7 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
         cur[midx], rho[midx] = _current(adm_demands, midx, m[midx], cap[midx])
 
     x = m.astype(np.int64).copy()
+    start = np.where(adapts & ~measured, np.clip(ADAPTIVE_START, m, M), M).astype(np.int64)  # a first size to measure
     avail = min(total, int(M.sum())) - int(m.sum())
     queue = queue_of(attained, thresholds)
     queues = np.unique(queue).tolist()
@@ -186,8 +197,8 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
             break
         sel = np.flatnonzero(queue == q)
         un, ms = sel[~measured[sel]], sel[measured[sel]]
-        if len(un):  # fairshare shares of the queue's GPUs
-            fair = fair_split(avail + int(m[sel].sum()), m[sel], M[sel], w[sel], w_is_int)[~measured[sel]]
+        if len(un):  # fairshare shares of the queue's GPUs, up to a first size to measure
+            fair = fair_split(avail + int(m[sel].sum()), m[sel], start[sel], w[sel], w_is_int)[~measured[sel]]
             avail -= int(fair.sum() - x[un].sum())
             x[un] = fair
         if len(ms) and avail > 0:
@@ -207,15 +218,26 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
                 add = np.clip(avail - (np.cumsum(ext) - ext), 0, ext)
             x[ms] += add
             avail -= int(add.sum())
-        if len(un) and avail > 0 and q != queues[-1] and (x[un] < M[un]).any():  # before a later queue
-            top = fair_split(avail + int(x[un].sum()), x[un], M[un], w[un], w_is_int)
-            avail -= int(top.sum() - x[un].sum())
-            x[un] = top
+        if len(un) and avail > 0 and q != queues[-1]:  # before a later queue
+            avail = _top_up(avail, x, un, start, w, w_is_int)
     rest = midx[(queue[midx] > 0) | held_back[midx]]  # the other measured jobs had every GPU they gain from
     if len(rest) and avail > 0:
-        x[rest] += _greedy(avail, x[rest], cap[rest], coef[rest], w[rest], cur[rest], rho[rest])
+        add = _greedy(avail, x[rest], cap[rest], coef[rest], w[rest], cur[rest], rho[rest])
+        x[rest] += add
+        avail -= int(add.sum())
+    _top_up(avail, x, np.flatnonzero(~measured & adapts), M, w, w_is_int)  # GPUs no other job gains from
     _restart_aware(x, m, M, midx, coef[midx], adm_demands)
     return x
+
+
+def _top_up(avail: int, x: np.ndarray, idx: np.ndarray, upto: np.ndarray, w: np.ndarray, w_is_int: bool) -> int:
+    """Raise ``x[idx]`` toward ``upto[idx]`` by fairshare out of ``avail`` GPUs (in place); the GPUs left."""
+    if not len(idx) or avail <= 0 or not (x[idx] < upto[idx]).any():
+        return avail
+    top = fair_split(avail + int(x[idx].sum()), x[idx], upto[idx], w[idx], w_is_int)
+    avail -= int(top.sum() - x[idx].sum())
+    x[idx] = top
+    return avail
 
 
 def _goodput_of(d: dict, ident: Any) -> dict:

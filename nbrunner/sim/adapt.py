@@ -3,15 +3,21 @@
 Statistical efficiency, as AdaptDL/Pollux define it. A job's progress is counted in
 steps of the application's initial batch ``B0`` (its smallest validated batch); the
 ``progress`` column of ``validation-<B>.csv`` is that count at the end of each
-epoch. One step at batch ``B`` (``scale s = B / B0``) makes ``gain(B) = (var + sqr)
-/ (var / s + sqr)`` such steps of progress, where ``sqr`` (``grad_sqr``, the squared
-norm of the gradient) and ``var`` (``grad_var``, the variance of its estimate at
-``B0``) are the epoch's row of the validation files, interpolated linearly in the
-batch between the two validated batches around ``B`` (held outside them).
-Statistical efficiency is ``gain / s`` (1 at ``B0``, falling as ``B`` grows; the
-noise scale ``var / sqr`` grows as training goes on, so larger batches pay off
-later), and goodput, in ``B0``-samples per second, is ``B0 * gain / step_time(r,
-B)``: throughput times statistical efficiency.
+epoch of a run at batch ``B``, and ``iteration`` the steps that run took. One step
+at batch ``B`` in epoch ``e`` makes ``gain(B, e)`` such steps of progress: the
+measured ``Δprogress / Δiteration`` of epoch ``e`` in the validation file of ``B``,
+interpolated linearly in the batch between the two validated batches around ``B``
+(held outside them) and at most ``s = B / B0`` (a step cannot make more than ``s``
+initial-batch steps). Measured, so a job that keeps a validated batch needs exactly
+that run's steps, the work ``nbrunner.sim.apps`` gives fixed-batch jobs: adapting
+and fixed jobs are measured with one ruler. (The Pollux simulator computes the gain
+from the epoch's ``grad_sqr``/``grad_var`` instead, ``(var + sqr) / (var / s +
+sqr)``; in the first epoch their averages are dominated by the first steps'
+gradients and give a gain near 1 at every batch, where the runs measured up to 11:
+yolov3 at its largest batch would then need 58% more steps than its run took.)
+Statistical efficiency is ``gain / s`` (1 at ``B0``, falling as ``B`` grows, less so
+later in training, when larger batches pay off), and goodput, in ``B0``-samples per
+second, is ``B0 * gain / step_time(r, B)``: throughput times statistical efficiency.
 
 Choice. On ``r`` GPUs in epoch ``e`` a job runs the batch of the highest goodput
 among :data:`GRID_PER_DOUBLING` sizes a doubling (plus every validated batch)
@@ -19,8 +25,8 @@ between its application's smallest and largest validated batch, with the step ti
 of ``nbrunner.sim.apps`` (gradient accumulation above the largest measured local
 batch). It chooses again whenever its GPU count changes and at every epoch
 boundary (a new batch costs no pause; a new GPU count does). The job knows its
-true step time and gradient statistics (an ideal AdaptDL agent; a live one fits
-them from what it measures).
+true step time and efficiency (an ideal AdaptDL agent; a live one fits them from
+what it measures).
 
 Work. Epoch ``e`` ends when progress reaches the smallest ``progress`` of row
 ``e`` over the validation files (Pollux's simulator counts epochs so); a job
@@ -38,7 +44,7 @@ from .apps import EPOCHS, AppModel
 __all__ = ["BatchAdaptation", "GRID_PER_DOUBLING"]
 
 GRID_PER_DOUBLING = 4
-_PROGRESS, _SQR, _VAR = 0, 3, 4  # columns of AppModel.validation rows
+_PROGRESS, _ITERATION = 0, 1  # columns of AppModel.validation rows
 
 
 class BatchAdaptation:
@@ -51,7 +57,10 @@ class BatchAdaptation:
         self.max_batch = int(self.batches[-1])
         rows = min(len(v) for v in app.validation.values())
         stack = np.stack([app.validation[int(b)][:rows] for b in self.batches])  # batch x epoch x column
-        self.sqr, self.var = stack[:, :, _SQR], stack[:, :, _VAR]
+        with np.errstate(divide="ignore", invalid="ignore"):  # batch x epoch: progress per step, measured
+            steps = np.diff(stack[:, :, _ITERATION], axis=1, prepend=0.0)
+            self.gains = np.diff(stack[:, :, _PROGRESS], axis=1, prepend=0.0) / steps
+        self.gains = np.clip(np.nan_to_num(self.gains, nan=1.0, posinf=1.0), 1e-9, None)
         ends = stack[:, :, _PROGRESS].min(axis=0)  # progress at the end of each measured epoch
         epochs = EPOCHS.get(app.name, rows)
         if epochs > rows:  # more epochs than measured: at their mean pace (as AppModel.total_steps)
@@ -65,12 +74,8 @@ class BatchAdaptation:
 
     def gain(self, batch: float, epoch: int) -> float:
         """Progress (steps of the initial batch) one step of ``batch`` makes in ``epoch``."""
-        e = min(epoch, self.sqr.shape[1] - 1)
-        sqr = float(np.interp(batch, self.batches, self.sqr[:, e]))
-        var = float(np.interp(batch, self.batches, self.var[:, e]))
-        scale = batch / self.init_batch
-        denom = var / scale + sqr
-        return (var + sqr) / denom if denom > 0 else 1.0
+        e = min(epoch, self.gains.shape[1] - 1)
+        return min(float(np.interp(batch, self.batches, self.gains[:, e])), batch / self.init_batch)
 
     def efficiency(self, batch: float, epoch: int) -> float:
         """Statistical efficiency of ``batch`` in ``epoch``: 1 at the initial batch."""

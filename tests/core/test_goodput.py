@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbrunner.core.allocate import allocate
-from nbrunner.core.goodput import (EFFICIENCY_FLOOR, HORIZON_S, LONG_ADAPTIVE_FLOOR, QUEUE_THRESHOLDS,
+from nbrunner.core.goodput import (ADAPTIVE_START, EFFICIENCY_FLOOR, HORIZON_S, LONG_ADAPTIVE_FLOOR, QUEUE_THRESHOLDS,
                                    SHORT_ADAPTIVE_FLOOR, SHORT_EFFICIENCY_FLOOR, queue_of)
 from nbrunner.core.throughput import fit_many, fit_throughput
 
@@ -72,9 +72,9 @@ def test_priority_weights_marginal_gain():
 
 
 def test_restart_aware_keeps_small_gain_resizes_out():
-    # 2 -> 3 GPUs gains ~1.5% throughput: less than a 60 s pause over the horizon.
+    # 2 -> 3 GPUs gains ~1.5% throughput: less than a 30 s pause over the horizon.
     t = curve(0.01, 0.002, 0.0, [1, 2])
-    d = job("a", 1, 4, running=True, gpus=2, pause_s=60.0, throughput=t)
+    d = job("a", 1, 4, running=True, gpus=2, pause_s=30.0, throughput=t)
     assert allocate(3, [d], "goodput") == {"a": 2}
     # Without a pause (or a long horizon) the GPU is worth it.
     assert allocate(3, [dict(d, pause_s=0.0)], "goodput") == {"a": 3}
@@ -130,7 +130,7 @@ def measured_scenarios(draw):
     return total, out
 
 
-ATTAINED = st.one_of(st.sampled_from([0, 1.0, 16 * 3600.0 - 1, 16 * 3600.0, LONG]), st.floats(0, 3 * LONG))
+ATTAINED = st.one_of(st.sampled_from([0, 1.0, QUEUE_THRESHOLDS[0] - 1, QUEUE_THRESHOLDS[0], LONG]), st.floats(0, 3 * LONG))
 
 
 @st.composite
@@ -270,22 +270,38 @@ def test_short_jobs_keep_only_useful_gpus_while_long_jobs_wait():
 
 def test_batch_adapting_jobs_have_their_own_floors():
     """A demand with ``efficiency`` (here 1 at every size: goodput = throughput) grows by its marginal
-    goodput speedup: long jobs past their efficient size, short ones less while long jobs wait."""
-    assert (SHORT_ADAPTIVE_FLOOR, LONG_ADAPTIVE_FLOOR) == (0.35, 0.4)
+    goodput speedup: long jobs past their efficient size, short ones further while long jobs wait."""
+    assert (SHORT_ADAPTIVE_FLOOR, LONG_ADAPTIVE_FLOOR) == (0.1, 0.45)
     flat = {n: 1.0 for n in range(1, 9)}
-    slow = curve(0.001, 0.009, 0.0, [1, 2, 4])  # S(n)/n = 10/(n+9); GPU n adds 90/((n+9)(n+8)): 0.43 at 6, 0.38 at 7
+    slow = curve(0.001, 0.009, 0.0, [1, 2, 4])  # S(n)/n = 10/(n+9); GPU n adds 90/((n+9)(n+8)): 0.49 at 5, 0.43 at 6
     lin = curve(0.0, 0.01, 0.0, [1, 2, 4])
     a = job("a", 1, 8, throughput=slow, attained=LONG)
     b = job("b", 1, 8, submitted_at=1, throughput=lin, attained=LONG)
     assert allocate(10, [a, b], "goodput") == {"a": 2, "b": 8}  # fixed batch: a stops at its efficient size
-    assert allocate(10, [dict(a, efficiency=flat), b], "goodput") == {"a": 6, "b": 4}
-    knee = curve(0.004, 0.006, 0.0, [1, 2, 4])  # GPUs 2..4 add 0.43, 0.24, 0.15
+    assert allocate(10, [dict(a, efficiency=flat), b], "goodput") == {"a": 5, "b": 5}
+    knee = curve(0.004, 0.006, 0.0, [1, 2, 4])  # GPUs 2..6 add 0.43, 0.24, 0.15, 0.10, 0.08
     short = job("short", 1, 8, throughput=knee)
     assert allocate(10, [short, b], "goodput") == {"short": 3, "b": 7}
-    assert allocate(10, [dict(short, efficiency=flat), b], "goodput") == {"short": 2, "b": 8}
+    assert allocate(10, [dict(short, efficiency=flat), b], "goodput") == {"short": 5, "b": 5}
     # Without a later queue waiting, the plain split as for a fixed batch.
     new = job("new", 1, 8, submitted_at=1, throughput=lin)
     assert allocate(10, [dict(short, efficiency=flat), new], "goodput") == allocate(10, [short, new], "goodput")
+
+
+def test_an_unmeasured_adapting_job_starts_small():
+    """Before it has measured anything a batch-adapting job gets ADAPTIVE_START GPUs; it gets more only of
+    the GPUs no other job gains from (a fixed-batch job gets its fairshare share, as before)."""
+    assert ADAPTIVE_START == 1
+    knee = curve(0.004, 0.006, 0.0, [1, 2, 4])
+    short = job("short", 1, 8, throughput=knee, efficiency={n: 1.0 for n in range(1, 9)})
+    u = job("u", 1, 8, submitted_at=2)
+    b = job("b", 1, 8, submitted_at=1, throughput=curve(0.0, 0.01, 0.0, [1, 2, 4]), attained=LONG)
+    assert allocate(10, [short, dict(u, efficiency={}), b], "goodput") == {"short": 5, "u": 1, "b": 4}
+    assert allocate(10, [short, u, b], "goodput")["u"] > 1  # fixed batch: its fairshare share of its queue
+    # GPUs nobody else gains from are not left idle: the short job's cap is 8 (2x its largest measured 4).
+    assert allocate(10, [short, dict(u, efficiency={})], "goodput") == {"short": 8, "u": 2}
+    assert allocate(10, [dict(u, efficiency={})], "goodput") == {"u": 8}
+    assert allocate(10, [dict(u, efficiency={}, min_gpus=3)], "goodput") == {"u": 8}
 
 
 def test_unmeasured_jobs_are_topped_up_before_a_later_queue():

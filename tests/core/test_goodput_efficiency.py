@@ -51,13 +51,16 @@ def test_efficiency_is_validated():
 
 @st.composite
 def adaptive_scenarios(draw):
-    """Scenarios whose measured jobs (some) adapt their batch: an efficiency map from a noise scale."""
+    """Scenarios in which some jobs adapt their batch: measured ones with an efficiency map from a noise scale,
+    unmeasured ones with an empty map (they start small)."""
     total, demands = draw(st.one_of(measured_scenarios(), queued_scenarios()))
     out = []
     for d in demands:
         if d.get("throughput") and draw(st.booleans()):
             phi, base = draw(st.floats(1.0, 1e5)), draw(st.sampled_from([16, 32, 128]))
             d = dict(d, efficiency=noise_efficiency(phi, base, range(1, draw(st.integers(1, 24)) + 1)))
+        elif not d.get("throughput") and draw(st.booleans()):
+            d = dict(d, efficiency={})
         out.append(d)
     return total, out
 

@@ -5,17 +5,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import nbrunner.sim.engine as engine
 from nbrunner.sim import AppModel, BatchAdaptation, main, simulate
+from nbrunner.sim.apps import load_apps
+from nbrunner.sim.workload import TRACES_DIR
 
 from .test_sim import PLACEMENTS, toy_step
 
 LOCAL_BSZ = [2, 4, 8, 16, 32]
-# Two epochs of 100 steps of the initial batch 8 each; noise scale var/sqr = 3 in epoch 0, 15 in epoch 1.
+# Two epochs of 100 steps of the initial batch 8 each (progress, iteration, grad_sqr, grad_var); at batch 32
+# the run made them in 50 steps (gain 2) and then 30 (gain 10/3): larger batches pay later in training.
 VALIDATION = {8: [(100.0, 100, 1.0, 3.0), (200.0, 200, 1.0, 15.0)],
-              32: [(101.0, 40, 1.0, 3.0), (202.0, 80, 1.0, 15.0)]}
+              32: [(100.5, 50, 1.0, 3.0), (201.0, 80, 1.0, 15.0)]}
 
 
 def workload(traces: Path, name: str, rows: str) -> Path:
@@ -46,16 +50,19 @@ def toy_app(tmp_path: Path) -> tuple[Path, BatchAdaptation]:
     return traces, BatchAdaptation(AppModel("toy", write_toy(traces)))
 
 
-def test_statistical_efficiency_from_the_noise_scale(toy_app):
+def test_statistical_efficiency_as_the_runs_measured_it(toy_app):
     _, ad = toy_app
     assert (ad.init_batch, ad.max_batch) == (8, 32)
-    # gain = (var + sqr) / (var / s + sqr) with s = B / 8; efficiency = gain / s.
-    assert ad.gain(8, 0) == pytest.approx(1.0)
-    assert ad.gain(32, 0) == pytest.approx(4 / (3 / 4 + 1))
-    assert ad.efficiency(32, 0) == pytest.approx(1 / (3 / 4 + 1))
-    assert ad.efficiency(32, 1) == pytest.approx(16 / (15 / 4 + 1) / 4)  # larger noise scale: larger batches pay
+    # gain = the epoch's progress / its steps in the run at that batch; efficiency = gain / (B / 8).
+    assert ad.gain(8, 0) == pytest.approx(1.0) and ad.gain(8, 1) == pytest.approx(1.0)
+    assert ad.gain(32, 0) == pytest.approx(100.5 / 50)
+    assert ad.efficiency(32, 0) == pytest.approx(100.5 / 50 / 4)
+    assert ad.efficiency(32, 1) == pytest.approx(100.5 / 30 / 4)  # later in training larger batches pay more
     assert ad.efficiency(32, 1) > ad.efficiency(32, 0)
-    assert ad.efficiency(16, 0) == pytest.approx(4 / (3 / 2 + 1) / 2)  # same statistics at 8 and 32
+    assert ad.gain(16, 0) == pytest.approx(1 + (100.5 / 50 - 1) / 3)  # linear in the batch between 8 and 32
+    assert ad.gain(64, 1) == pytest.approx(100.5 / 30) and ad.gain(4, 0) == pytest.approx(0.5)  # held outside
+    # A run that keeps a validated batch needs exactly that run's steps: one ruler with fixed-batch jobs.
+    assert sum(100.0 / ad.gain(32, e) for e in (0, 1)) == pytest.approx(80, rel=0.01)
     # Epochs end at the smallest progress of their row; the job trains for every measured epoch.
     assert list(ad.epoch_ends) == [100.0, 200.0] and ad.work == 200.0
     assert [ad.epoch_of(p) for p in (0, 99.9, 100.0, 150, 200)] == [0, 0, 1, 1, 2]
@@ -105,7 +112,7 @@ def test_goodput_sees_goodput_at_this_epochs_efficiency(toy_app, monkeypatch):
         return real(total, demands, policy, **kw)
 
     monkeypatch.setattr(engine, "allocate", spy)
-    res = simulate(path, 4, "goodput", restart_pause=1.0, adaptive_batch=True)
+    res = simulate(path, 4, "goodput", restart_pause=1.0, interval=2.0, adaptive_batch=True)
     assert all(j.finish is not None for j in res.jobs)
     epoch_values = [{g: ad.goodput(g, e) for g in thr} for thr in seen if thr for e in (0, 1)]
     for thr in (t for t in seen if t):  # every size it ran, valued at one epoch's efficiency
@@ -121,3 +128,15 @@ def test_cli_adaptive_batch(toy_app, capsys):
     assert main([str(path), "--gpus", "4", "--policy", "goodput", "--json"]) == 0
     fixed = json.loads(capsys.readouterr().out)
     assert set(adaptive) == set(fixed) and adaptive["avg_jct_s"] != fixed["avg_jct_s"]
+
+
+def test_the_shipped_traces_give_adapting_and_fixed_jobs_one_ruler():
+    """On every shipped application, a job that keeps a validated batch through every epoch of the adaptive model
+    needs the steps the fixed-batch model counts (the measured run's), within 0.5%."""
+    for name, app in load_apps(TRACES_DIR).items():
+        ad = BatchAdaptation(app)
+        ends = np.concatenate(([0.0], ad.epoch_ends))
+        for batch in app.validation:
+            steps = sum((ends[e + 1] - ends[e]) / ad.gain(batch, e) for e in range(len(ad.epoch_ends)))
+            assert steps == pytest.approx(app.total_steps(batch), rel=0.005), (name, batch)
+            assert all(0 < ad.efficiency(batch, e) <= 1 for e in range(len(ad.epoch_ends)))
