@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbrunner.core.allocate import allocate
-from nbrunner.core.goodput import (ADAPTIVE_START, EFFICIENCY_FLOOR, HORIZON_S, LONG_ADAPTIVE_FLOOR, QUEUE_THRESHOLDS,
-                                   SHORT_ADAPTIVE_FLOOR, SHORT_EFFICIENCY_FLOOR, queue_of)
+from nbrunner.core.goodput import (ADAPTIVE_START, EFFICIENCY_FLOOR, HORIZON_S, LONG_ADAPTIVE_FLOOR,
+                                   QUEUE_THRESHOLDS, SHORT_ADAPTIVE_FLOOR, SHORT_EFFICIENCY_FLOOR, queue_of)
 from nbrunner.core.throughput import fit_many, fit_throughput
 
 from .test_allocate import admitted_of, job, order_of, scenarios
@@ -130,7 +130,8 @@ def measured_scenarios(draw):
     return total, out
 
 
-ATTAINED = st.one_of(st.sampled_from([0, 1.0, QUEUE_THRESHOLDS[0] - 1, QUEUE_THRESHOLDS[0], LONG]), st.floats(0, 3 * LONG))
+ATTAINED = st.one_of(st.sampled_from([0, 1.0, QUEUE_THRESHOLDS[0] - 1, QUEUE_THRESHOLDS[0], LONG]),
+                     st.floats(0, 3 * LONG))
 
 
 @st.composite
