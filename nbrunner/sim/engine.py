@@ -30,8 +30,9 @@ Scheduling (documented choices; performance and work are in ``nbrunner.sim.apps`
   epoch; its max is then the fewest GPUs reaching its peak goodput in its last
   epoch, and goodput demands carry its ``throughput`` (samples/s at the batch it
   runs) and ``efficiency`` (that batch's statistical efficiency) at each size it ran:
-  the policy fits its goodput, their product (initial-batch samples/s). ``static`` and ``tiresias`` keep the workload's batches, as
-  the Pollux study's baselines do.
+  the policy fits its goodput, their product (initial-batch samples/s); an adapting
+  job that has run nothing yet carries an empty ``efficiency``. ``static`` and
+  ``tiresias`` keep the workload's batches, as the Pollux study's baselines do.
 * Every start and every change of a job's GPU count pauses it for
   ``restart_pause`` seconds (GPUs held, no progress; default 30 s, the Pollux
   simulator's figure). ``restarts`` counts every change of a job's GPU count
