@@ -103,7 +103,9 @@ def _water_fill(tgt: np.ndarray, sum_lo: np.ndarray, lo: np.ndarray, hi: np.ndar
         num = rest[seg] * wa
         fl, frac = num // W[seg], num % W[seg]  # share = fl + frac / W, exactly
     else:
-        share = rest[seg] * wa / W[seg]
+        # to 1e-9 of a unit: the weights' sum differs in its last bits between one group and
+        # many (summation order), which must not decide a floor or a tie between remainders
+        share = np.round(rest[seg] * wa / W[seg], 9)
         fl = np.floor(share)
         frac = share - fl
         fl = fl.astype(np.int64)
