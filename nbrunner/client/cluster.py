@@ -2,8 +2,8 @@
 
 A :class:`Cluster` does its work through a backend: :class:`~.local.LocalBackend` over the
 cluster's Redis, or, with ``NBRUNNER_SERVICE_URL`` set, :class:`~.remote.RemoteBackend` over the
-REST API of an nbrunner service (no Redis in this process).  Both have the same methods, so
-``Cluster``, ``Job``, ``Sweep`` and ``Schedule`` behave alike on either.
+REST API of an nbrunner service (no Redis in this process).  Both implement one protocol,
+:class:`~.backend.Backend`, so ``Cluster``, ``Job``, ``Sweep`` and ``Schedule`` behave alike on either.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from .job import Job
 
 if TYPE_CHECKING:  # imported on use: the CLI's read commands need neither submissions (pydantic) nor sweeps
     from ..core.store import JobStore
+    from .backend import Backend
     from .schedule import Schedule
     from .sweep import Sweep
 
@@ -29,7 +30,7 @@ class Cluster:
     (what :func:`connect` makes from ``NBRUNNER_SERVICE_URL``)."""
 
     def __init__(self, settings: Settings | None = None, store: JobStore | None = None, supervisor=None, *,
-                 backend: Any = None):
+                 backend: Backend | None = None):
         if backend is None:
             from .local import LocalBackend
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 
 class LocalBackend:
-    """A cluster's operations over its Redis (see the module docstring)."""
+    """A cluster's operations over its Redis: :class:`~.backend.Backend` (see the module docstring)."""
 
     def __init__(self, settings: Settings, store: JobStore | None):
         self.settings = settings

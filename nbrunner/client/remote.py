@@ -151,8 +151,8 @@ def _id(value: str, what: str) -> str:
 
 
 class RemoteBackend:
-    """A cluster's operations over an nbrunner service's REST API (the methods of
-    :class:`~.local.LocalBackend`; see the module docstring)."""
+    """A cluster's operations over an nbrunner service's REST API: :class:`~.backend.Backend`, as
+    :class:`~.local.LocalBackend` (see the module docstring)."""
 
     def __init__(self, url: str, token: str | None):
         self.client = ServiceClient(url, token)
