@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nbrunner.metrics")
 
+# the text format every Prometheus 2 reads (the names here are plain ASCII: the same text in later versions)
+TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
 # the codes of a queued job's ``waiting`` reason (the gauge has a series for each, 0 when none waits so)
 WAITING_CODES = ("capacity", "no_workers", "gpus_busy", "account_limit", "account_share", "reclaiming", "needs")
 # histograms: short name in the counters hash -> (family, help, label names)
@@ -250,6 +252,6 @@ def registry_of(store: Callable[[], JobStore]):
 
 def exposition(store: Callable[[], JobStore]) -> tuple[bytes, str]:
     """The cluster's metrics in Prometheus's text format, and its content type."""
-    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+    from prometheus_client import generate_latest
 
-    return generate_latest(registry_of(store)), CONTENT_TYPE_LATEST
+    return generate_latest(registry_of(store)), TEXT_FORMAT

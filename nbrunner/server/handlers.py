@@ -354,7 +354,9 @@ class PrometheusHandler(BaseHandler):
         await self.in_thread(flush_requests, self.settings)  # this process's requests so far
         body, content_type = await self.in_thread(self.api.prometheus_metrics, self.caller)
         self.set_header("Content-Type", content_type)
-        self.finish(body)
+        self.write(body)
+        await self.flush()  # the headers go now: Jupyter's APIHandler.finish would make them JSON's
+        self.finish()
 
 
 class UsageHandler(BaseHandler):
