@@ -21,7 +21,6 @@ import json
 from bisect import bisect_left
 from typing import Any, Iterable
 
-from .accounts import DEFAULT
 from .lifecycle import KERNEL_KILLED, WORKER_LOST
 from .models import JobPhase, JobRecord, JobStatus, parse_time
 
@@ -34,6 +33,9 @@ BUCKETS: dict[str, tuple[float, ...]] = {
     "run": (10, 30, 60, 300, 900, 1800, 3600, 7200, 14400, 43200, 86400, 259200),
     "pass": (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 }
+# the default account's name (``core.accounts.DEFAULT``; named here so that every transition need not
+# import the accounts file's parser)
+DEFAULT = "default"
 REQUEUE_REASONS = ("preempted", "worker_lost", "kernel_killed", "undispatched", "other")
 
 

@@ -107,3 +107,10 @@ def test_fields_and_observations():
     assert observation("pass", 0.004) == {field("pass", "b", 0): 1, field("pass", "s"): 0.004}
     assert observation("pass", 0.005)[field("pass", "b", 0)] == 1  # a bound is its bucket's ("le")
     assert observation("pass", 99.0)[field("pass", "b", len(BUCKETS["pass"]))] == 1  # +Inf
+
+
+def test_the_default_account_is_the_accounts_trees():
+    from nbrunner.core import accounts, counters
+
+    assert counters.DEFAULT == accounts.DEFAULT
+
