@@ -13,6 +13,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from ..control.cluster_metrics import registry_of
+from ..core.errors import NbrunnerError
 from ..core.store import reachable
 
 if TYPE_CHECKING:
@@ -43,7 +44,10 @@ def serve(settings: Settings, port: int, address: str = "127.0.0.1",
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    server, thread = start_http_server(port, address, registry=registry_of(ClusterStore(settings)))
+    try:
+        server, thread = start_http_server(port, address, registry=registry_of(ClusterStore(settings)))
+    except OSError as exc:
+        raise NbrunnerError(f"cannot listen on {address}:{port}: {exc.strerror or exc}") from None
     print(f"nbrunner: serving the metrics of the cluster of {settings.workspace} at "
           f"http://{address}:{server.server_port}/metrics", flush=True)
     if ready is not None:

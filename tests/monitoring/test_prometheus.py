@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from support import free_port, make_notebook, own_cluster, short_tmpdir, stop_process, wait_for
+from support import assert_one_line_error, free_port, make_notebook, own_cluster, short_tmpdir, stop_process, wait_for
 
 from .test_rules import MONITORING, dashboard_exprs, names_in, rule_exprs
 
@@ -63,6 +63,9 @@ def test_prometheus_scrapes_the_exporter_and_evaluates_the_rules(exporter):
     port, cluster = exporter
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
         text = resp.read().decode()
+    taken = subprocess.run([sys.executable, "-m", "nbrunner", "metrics", "--port", str(port), "--dir",
+                            str(cluster.settings.workspace)], capture_output=True, text=True, timeout=60)
+    assert_one_line_error(taken, 1, f"cannot listen on 127.0.0.1:{port}")
     served = served_names(text)
     assert names_in(" ".join(rule_exprs())) <= served
     assert names_in(" ".join(dashboard_exprs())) <= served
