@@ -122,6 +122,10 @@ class LocalBackend:
     def accounts(self) -> dict[str, Any]:
         return self.api.accounts()
 
+    def usage(self, by: str | None = None, since: str | None = None) -> dict[str, Any]:
+        """GPU-hours per account or user per day (every job's: this user sees the whole cluster)."""
+        return self.api.usage(self.caller, by, since)
+
     def reload_accounts(self) -> dict[str, Any]:
         from ..control.accounts import reload
 

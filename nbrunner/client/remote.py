@@ -281,6 +281,10 @@ class RemoteBackend:
     def reload_accounts(self) -> dict[str, Any]:
         return self._call("POST", "accounts/reload", {})
 
+    def usage(self, by: str | None = None, since: str | None = None) -> dict[str, Any]:
+        """GPU-hours per account or user per day (``GET /usage``): the caller's own jobs, or an admin's all."""
+        return self._call("GET", "usage", by=by, since=since)
+
     def wait_ready(self, workers: int, timeout: float) -> None:
         """Block until the service's cluster has ``workers`` workers."""
         deadline = time.monotonic() + timeout

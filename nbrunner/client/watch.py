@@ -88,7 +88,7 @@ def watch(backend: Any, status: str | None, schedule: str | None, limit: int, wi
 
 
 def _draw(view: JobsView, out: TextIO, width: int | None, color: bool, clear: bool) -> None:
-    rows = view.newest_first()[::-1]  # the newest at the bottom, as `nbrunner jobs` prints them
+    rows = view.newest_first()  # newest first, as `nbrunner jobs` prints them (and GET /jobs lists them)
     text = render.jobs_text(rows, width=width, color=color)
     footer = render.totals_line(rows) + " (live; Ctrl-C to stop)"
     out.write(("\x1b[H\x1b[2J" if clear else "") + text + "\n" + footer + "\n")

@@ -204,6 +204,22 @@ class ClusterAPI:
                 "gpu_hours_24h": round(recent, 4), "gpu_hours_total": round(ever, 4)})
         return {**out, **accounts.source(self.store), "timeline": accounts.timeline(self.store)}
 
+    def prometheus_metrics(self, caller: Caller) -> tuple[bytes, str]:
+        """The cluster's metrics in Prometheus's text format and its content type (``GET /metrics``,
+        admins only: Forbidden otherwise)."""
+        from .cluster_metrics import exposition
+
+        if not caller.admin:
+            raise Forbidden("only an admin can read the cluster's metrics")
+        return exposition(lambda: self.store)
+
+    def usage(self, caller: Caller, by: str | None = None, since: str | None = None) -> dict[str, Any]:
+        """GPU-hours per account or user per day since ``since`` (``GET /usage``, ``nbrunner
+        usage``): an admin's of every job, a user's of their own."""
+        from .usage import usage
+
+        return usage(self.store, caller, by, since)
+
     def reload_accounts(self, caller: Caller) -> dict[str, Any]:
         """Read the accounts file again (admins only); the accounts as :meth:`accounts` shows them."""
         from . import accounts

@@ -42,7 +42,7 @@ from ..core.quarantine import quarantine_job
 from ..core.reclaim import reclaim_plan
 from ..core.shares import account_shares
 from ..core.store import JobStore
-from . import accounts, grants
+from . import accounts, counters, grants
 from .attained import AttainedLedger
 from .actions import advance, carry_out
 from .job_access import revoke_access, runs_as_owner
@@ -191,7 +191,9 @@ class Scheduler:
                 if not indexed:
                     self.store.reindex()  # records written before the status indexes existed, once
                     indexed = True
+                began = time.perf_counter()
                 self.step()
+                counters.record_pass(self.r, time.perf_counter() - began)
                 self.retention.maybe_run()
                 last, _ = self.store.wait_events(last, self._wait())
             except Exception as exc:  # Redis restarting or unreachable: retry

@@ -260,6 +260,14 @@ ACCOUNTS_TIMELINE_KEPT = 10_000
 USAGE_BUCKETS_KEPT_S = 25 * 3600
 #: A longer gap between two scheduler passes (no scheduler ran) is not counted as GPU use.
 USAGE_MAX_PASS_GAP_S = 300.0
+#: Seconds a server process keeps its count of API requests before adding it to Redis (at the most).
+REQUEST_COUNTS_FLUSH_S = 1.0
+#: The port of ``nbrunner metrics`` (the Prometheus exporter) without ``--port``.
+METRICS_PORT = 9470
+#: Days ``nbrunner usage`` and ``GET /usage`` cover without ``since``.
+USAGE_SINCE_DAYS = 7
+#: The most days back ``since`` may reach.
+USAGE_MAX_DAYS = 366
 #: Seconds a worker's learner agent waits before starting warm learner interpreters again.
 WARM_LEARNER_REFILL_S = 10.0
 #: Seconds papermill's per-cell limit adds to a job's timeout (a backstop: the deadline ends the job first).

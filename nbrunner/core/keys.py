@@ -22,6 +22,7 @@ USAGE = PREFIX + "usage"  # hash: account path -> GPU-seconds used in total (and
 USAGE_LAST = PREFIX + "usage:last"  # the time (Unix s) usage was last added up to
 ACCOUNTS_TIMELINE = PREFIX + "accounts:timeline"  # list of {"t", "gpus": {path: held}}, oldest first
 RECLAIM = PREFIX + "reclaim"  # hash: job id -> when its GPUs were first asked back (Unix s)
+COUNTERS = PREFIX + "counters"  # hash: the Prometheus counters and histograms (see core.counters)
 RUN_AS_OWNER = PREFIX + "run_as_owner"  # set by the first worker that runs jobs as their owners: then all must
 
 

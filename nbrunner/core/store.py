@@ -26,8 +26,9 @@ from redis.retry import Retry
 from .config import (EVENTS_MAXLEN, EVENTS_READ_BATCH, PAGE_READ_BATCH, PAGE_SCAN_MAX, REDIS_CONNECT_TIMEOUT_S,
                      REDIS_HEALTH_CHECK_S, REDIS_URL, Settings, redact)
 from .errors import InvalidRequest, NoCluster, NotFound
+from .counters import transition_counts
 from .indexes import finish_time, index_status
-from .keys import ACTIVE, EVENTS, FINISHED_AT, INDEXED, JOBS, job_key, status_index
+from .keys import ACTIVE, COUNTERS, EVENTS, FINISHED_AT, INDEXED, JOBS, job_key, status_index
 from .lifecycle import JobEvent, Purge, Transition, submitted, transition
 from .models import STATUSES, JobRecord
 
@@ -89,6 +90,15 @@ class _Commands:
 
     def zrem(self, key: str, *members: str) -> None:
         self.add("zrem", key, *members)
+
+
+def add_counts(p: Any, counts: dict[str, float]) -> None:
+    """Queue, on pipeline ``p``, the increments of the cluster's counters (:mod:`.counters`)."""
+    for name, n in counts.items():
+        if isinstance(n, int):
+            p.hincrby(COUNTERS, name, n)
+        else:
+            p.hincrbyfloat(COUNTERS, name, n)
 
 
 def encode_cursor(score: float, job_id: str) -> str:
@@ -409,6 +419,7 @@ class JobStore:
                     if done.event:
                         p.xadd(EVENTS, {"type": done.event, "job": job_id, "status": done.record.status.value},
                                maxlen=EVENTS_MAXLEN, approximate=True)
+                    add_counts(p, transition_counts(rec, done.record, done.event))  # counted with the change
                     p.execute()
                     return done
                 except redis.WatchError:

@@ -21,10 +21,11 @@ from tornado.iostream import StreamClosedError
 from ..control.api import ClusterAPI
 from ..control.job_files import DOWNLOADS, copy_file, download_file, download_name, zip_dir
 from ..core.config import IO_CHUNK_BYTES, JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BODY, MAX_CONTENT_BODY, MAX_MODEL_JOBS
-from ..core.errors import InvalidRequest, NbrunnerError, NotFound
+from ..core.errors import Forbidden, InvalidRequest, NbrunnerError, NotFound
 from ..core.identity import Caller, local_caller
 from ..core.limits import MAX_INT64, bad_input, loads_json
 from ..core.models import STATUSES
+from .request_counts import flush_requests, request_tally, route_label
 
 API = r"/nbrunner/api"
 ID = r"(?P<job_id>[a-z0-9]{1,32})"
@@ -46,10 +47,17 @@ class BaseHandler:
     ``caller`` says who asks."""
 
     caller: Caller
+    route = ""  # the route's pattern ("/jobs/{job_id}"), the label of its requests' count (set by routes())
 
     @property
     def api(self) -> ClusterAPI:
         return self.settings["nbrunner_api"]
+
+    def on_finish(self) -> None:
+        """Count the request (method, route pattern, status) for ``nbrunner_api_requests_total``."""
+        if self.route and request_tally(self.settings).count(self.request.method, self.route, self.get_status()):
+            IOLoop.current().run_in_executor(None, flush_requests, self.settings)
+        super().on_finish()
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
@@ -336,6 +344,31 @@ class AccountsReloadHandler(BaseHandler):
         self.reply(self.api.reload_accounts(self.caller))
 
 
+class PrometheusHandler(BaseHandler):
+    """``GET /metrics``: the cluster's metrics in Prometheus's text format (admins; others 403)."""
+
+    @web.authenticated
+    async def get(self) -> None:
+        if not self.caller.admin:
+            raise Forbidden("only an admin can read the cluster's metrics")
+        await self.in_thread(flush_requests, self.settings)  # this process's requests so far
+        body, content_type = await self.in_thread(self.api.prometheus_metrics, self.caller)
+        self.set_header("Content-Type", content_type)
+        self.write(body)
+        await self.flush()  # the headers go now: Jupyter's APIHandler.finish would make them JSON's
+        self.finish()
+
+
+class UsageHandler(BaseHandler):
+    """``GET /usage?by=account|user&since=7d``: GPU-hours per account or user per day (a user's own
+    jobs; an admin's, every job's)."""
+
+    @web.authenticated
+    async def get(self) -> None:
+        by, since = self.get_query_argument("by", None), self.get_query_argument("since", None)
+        self.reply(await self.in_thread(self.api.usage, self.caller, by, since))
+
+
 class ParametersHandler(BaseHandler):
     """Names and defaults of a notebook's ``parameters`` cell, for the submit dialog."""
 
@@ -528,7 +561,8 @@ class ModelServerHandler(BaseHandler):
 def routes(host: type = JupyterRoute, api: str = API) -> list[tuple[str, type]]:
     """The handlers of every route under ``api``, each route's mixin served by the tornado handler
     class ``host`` (the Jupyter extension's by default)."""
-    return [(pattern.replace(API, api, 1), type(route.__name__, (route, host), {})) for pattern, route in [
+    return [(pattern.replace(API, api, 1), type(route.__name__, (route, host), {"route": route_label(pattern, API)}))
+            for pattern, route in [
         (rf"{API}/jobs/?", JobsHandler),
         (rf"{API}/jobs/{ID}/?", JobHandler),
         (rf"{API}/jobs/{ID}/log/?", LogHandler),
@@ -550,4 +584,7 @@ def routes(host: type = JupyterRoute, api: str = API) -> list[tuple[str, type]]:
         (rf"{API}/models/serving/?", ModelServingHandler),
         (rf"{API}/models/serving/(?P<name>[^/]+)/?", ModelServerHandler),
         (rf"{API}/openapi.json", OpenAPIHandler),
+        (rf"{API}/metrics/?", PrometheusHandler),
+        (rf"{API}/usage/?", UsageHandler),
     ]]
+

@@ -310,6 +310,20 @@ PATHS: dict[str, dict[str, Any]] = {
     "/openapi.json": {
         "get": {"summary": "This document", "responses": {"200": _json(OBJ, "an OpenAPI 3 document")}},
     },
+    "/metrics": {
+        "get": {"summary": "The cluster's metrics in Prometheus's text format (admins; docs/metrics.md)",
+                "responses": {"200": {"description": "Prometheus text exposition format 0.0.4", "content": {
+                    "text/plain": {"schema": {"type": "string"}}}}, "403": _error("not an admin")}},
+    },
+    "/usage": {
+        "get": {"summary": "GPU-hours per account or user per day, from the jobs' GPU timelines (the caller's "
+                           "own jobs; an admin's: every job's)",
+                "parameters": [_query("by", {"type": "string", "enum": ["account", "user"], "default": "account"},
+                                      "what a row counts for"),
+                               _query("since", {"type": "string", "default": "7d"},
+                                      "the window's start: Nd, Nh or a UTC date YYYY-MM-DD")],
+                "responses": {"200": _json(_ref("Usage"), "the usage"), **BAD}},
+    },
 }
 
 _NUM = {"type": "number"}
@@ -336,6 +350,20 @@ ACCOUNTS = {
     },
 }
 
+USAGE = {
+    "type": "object", "required": ["by", "since", "until", "rows", "totals"],
+    "properties": {
+        "by": {"type": "string", "enum": ["account", "user"]},
+        "since": {"type": "string", "format": "date-time"}, "until": {"type": "string", "format": "date-time"},
+        "rows": {"type": "array", "description": "by day, then account or user; only days with use", "items": {
+            "type": "object", "properties": {"day": {"type": "string", "format": "date"},
+                                             "account": {"type": "string", "description": "with by=account"},
+                                             "user": {"type": "string", "description": "with by=user"},
+                                             "gpu_hours": _NUM}}},
+        "totals": {"type": "object", "additionalProperties": _NUM, "description": "GPU-hours per account or user"},
+    },
+}
+
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.0.3",
     "info": {"title": "nbrunner", "version": "1",
@@ -347,7 +375,7 @@ DOCUMENT: dict[str, Any] = {
     "components": {"schemas": {
         "Job": JOB, "JobRequest": JOB_REQUEST, "Sweep": SWEEP, "Schedule": SCHEDULE,
         "ScheduleRequest": SCHEDULE_REQUEST, "ModelServer": MODEL_SERVER, "Accounts": ACCOUNTS,
-        "Error": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
+        "Usage": USAGE, "Error": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
     }},
 }
 

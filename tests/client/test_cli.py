@@ -86,6 +86,22 @@ def test_submit_wait_json_and_typed_parameters(ws):
 
 
 @pytest.mark.slow
+def test_jobs_lists_the_newest_first_as_it_says(ws):
+    """`nbrunner jobs` says it shows the newest jobs: it lists them newest first, in the order of
+    `jobs --json` (GET /jobs), and `--limit N` keeps the newest N."""
+    make_notebook(ws / "order.ipynb", "print('order')")
+    ids = [run("submit", "order.ipynb", "--name", f"order{i}", cwd=ws).stdout.strip() for i in range(3)]
+    listed = [j["id"] for j in json.loads(run("jobs", "--json", cwd=ws).stdout)["jobs"]]
+    assert [i for i in listed if i in ids] == ids[::-1]
+    rows = [line.split()[0] for line in run("jobs", cwd=ws).stdout.splitlines()[1:-1]]
+    assert rows == listed[:len(rows)] and [i for i in rows if i in ids] == ids[::-1]
+    limited = run("jobs", "--limit", "2", cwd=ws).stdout.splitlines()
+    assert [line.split()[0] for line in limited[1:-1]] == [ids[2], ids[1]]
+    total = len(json.loads(run("jobs", "--all", "--json", cwd=ws).stdout)["jobs"])
+    assert limited[-1].endswith(f"(the newest 2 of {total}; --all lists them all)")
+
+
+@pytest.mark.slow
 def test_wait_exits_nonzero_when_the_job_fails(ws):
     make_notebook(ws / "bad.ipynb", "raise RuntimeError('nope')")
     p = run("submit", "bad.ipynb", "--wait", cwd=ws)

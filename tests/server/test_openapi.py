@@ -82,3 +82,10 @@ def test_the_cli_offers_the_same_statuses_and_default_priority():
 
     assert job_commands.STATUSES is STATUSES
     assert inspect.signature(job_commands.submit).parameters["priority"].default.default == PRIORITY_DEFAULT
+
+
+def test_requests_are_counted_by_the_documented_route_pattern():
+    """``nbrunner_api_requests_total``'s route label is the route's OpenAPI path, never a raw path."""
+    doc = document()
+    for pattern, handler in routes():
+        assert handler.route == openapi_path(pattern) and handler.route in doc["paths"], pattern

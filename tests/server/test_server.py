@@ -145,3 +145,15 @@ async def test_every_route_needs_authentication(jp_fetch, jp_serverapp):
         with pytest.raises(HTTPClientError) as info:
             await jp_fetch("nbrunner", "api", *path, headers={"Authorization": "token wrong"})
         assert info.value.code in (401, 403)
+
+
+async def test_the_servers_own_user_reads_the_metrics_and_the_usage(jp_fetch, api):
+    """Not multi-user: the server's user is the admin of their own cluster (as for every route)."""
+    from support import rest_fetch
+
+    resp = await rest_fetch(jp_fetch)("GET", "metrics")
+    assert resp.code == 200 and resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    lines = resp.body.decode().splitlines()
+    assert "nbrunner_up 1.0" in lines and "nbrunner_gpus 2.0" in lines
+    code, usage = await api("GET", "usage", by="user", since="1d")
+    assert code == 200 and usage["by"] == "user" and isinstance(usage["rows"], list)

@@ -88,7 +88,6 @@ def jobs(status: Optional[str] = typer.Option(None, "--status"),
         return
     from .. import render
 
-    records.reverse()  # the newest at the bottom, next to the prompt
     print(render.jobs_text(records, **terminal()))
     line = render.totals_line(records)
     if after is not None:
