@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 import typer
 
+from ..advice import MAX_GPUS_HELP
 from .app import DirOption, app, cluster_of, console, print_json, typed_parameters
 
 
@@ -20,12 +21,15 @@ def sweep(notebook: str = typer.Argument(..., help="notebook path"),
           as_json: bool = typer.Option(False, "--json"),
           name: Optional[str] = typer.Option(None, "--name", help="display name of the trials (default: notebook stem)"),
           min_gpus: Optional[int] = typer.Option(None, "--min-gpus", help="per trial"),
-          max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help="per trial"),
+          max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help="per trial; " + MAX_GPUS_HELP),
           priority: Optional[int] = typer.Option(None, "--priority", help="per trial"),
           timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds, per trial"),
           kernel: Optional[str] = typer.Option(None, "--kernel"),
           workspace: Optional[Path] = DirOption) -> None:
-    """Run a hyperparameter sweep: every trial is a job; prints the sweep id."""
+    """Run a hyperparameter sweep: every trial is a job; prints the sweep id.
+
+    See a sweep's trials ranked by its objective with `nbrunner sweep show ID`, and every sweep
+    with `nbrunner sweeps`."""
     from ...core.config import Settings
     from ...control.sweeps import prepare
 
@@ -54,6 +58,31 @@ def sweep(notebook: str = typer.Argument(..., help="notebook path"),
         print_json(result.to_dict())
     else:
         print(result.id)
+
+
+@app.command("sweep-show", hidden=True)
+def sweep_show(sweep_id: str = typer.Argument(..., metavar="ID"), as_json: bool = typer.Option(False, "--json"),
+               workspace: Optional[Path] = DirOption) -> None:
+    """Show a sweep's leaderboard, best objective first (`nbrunner sweep show ID`; --json: as GET /sweeps/{id})."""
+    s = cluster_of(workspace).sweep(sweep_id)
+    if as_json:
+        print_json(s.record.to_dict())
+        return
+    from .. import render
+
+    print(render.leaderboard_text(s.record))
+
+
+@app.command("sweeps")
+def sweeps(as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
+    """List the sweeps you see, oldest first (--json: as GET /sweeps)."""
+    states = [s.record for s in cluster_of(workspace).sweeps()]
+    if as_json:
+        print_json({"sweeps": [st.to_dict() for st in states]})
+        return
+    from .. import render
+
+    print(render.sweeps_text(states))
 
 
 schedule_app = typer.Typer(no_args_is_help=True, help="Run notebooks on a clock (each run is a job).")
