@@ -95,12 +95,14 @@ def test_submit_takes_every_job_option(cluster, shared_workspace, service, home)
     make_notebook(home / "where.ipynb", "import os\nprint('cwd', os.getcwd())")
     args = ["--language", "python", "--report-mode", "--retries", "0", "--json"]
     rec = json.loads(ok(local(shared_workspace, "submit", "sub/where.ipynb", "--cwd", "sub", *args)))
-    assert (rec["language"], rec["cwd"], rec["report_mode"], rec["retries"]) == ("python", "sub", True, 0)
-    job = cluster.job(rec["id"]).wait(timeout=120)
+    job = cluster.job(rec["id"]).wait(timeout=120)  # the record's bookkeeping fields, read over Redis
+    assert (job.record.language, job.record.cwd, job.record.report_mode, job.record.retries) == ("python", "sub", True, 0)
     assert job.status == "completed" and f"cwd {shared_workspace / 'sub'}" in job.logs()
     over_rest = json.loads(ok(remote(service, home, "submit", "where.ipynb", *args)))
-    assert (over_rest["language"], over_rest["report_mode"], over_rest["retries"]) == ("python", True, 0)
-    cluster.job(over_rest["id"]).wait(timeout=120)
+    sent = cluster.job(over_rest["id"]).wait(timeout=120).record
+    assert (sent.language, sent.report_mode, sent.retries, sent.status) == ("python", True, 0, "completed")
+    plain = cluster.job(json.loads(ok(local(shared_workspace, "submit", "sub/where.ipynb", "--json")))["id"]).record
+    assert (plain.language, plain.cwd, plain.report_mode) == (None, None, False)  # flags left out: the defaults
     assert "--report-mode" in ok(local(shared_workspace, "submit", "--help"))
 
 

@@ -80,7 +80,7 @@ def make_environment(prefix: Path) -> None:
         path.write_text(f"#!{prefix}/bin/python\nimport sys\nfrom {module} import {attr.split('.')[0]} as _main\n"
                         f"sys.exit(_main{('.' + attr.split('.', 1)[1]) if '.' in attr else ''}())\n")
         path.chmod(0o755)
-    for sub in ("etc/jupyter", "share/jupyter"):  # the nbrunner server extension and the Lab extension
+    for sub in ("etc/jupyter", "share/jupyter", "share/jupyterhub"):  # the server and Lab extensions, the hub's pages
         (prefix / sub).parent.mkdir(parents=True, exist_ok=True)
         (prefix / sub).symlink_to(Path(sys.prefix) / sub)
     chp = REPO / ".cache" / "chp"
@@ -154,8 +154,13 @@ class Checklist:
         return proc
 
     def log(self, name: str) -> str:
+        """The end of a unit's log, without the proxy's lines (it logs every request it cannot pass on)."""
         path = self.root / f"{name}.log"
-        return path.read_text(errors="replace")[-3000:] if path.exists() else "(no log)"
+        if not path.exists():
+            return "(no log)"
+        lines = [line for line in path.read_text(errors="replace").splitlines()
+                 if "[ConfigProxy]" not in line and not line.startswith((" ", "}", "[I "))]
+        return "\n".join(lines)[-4000:]
 
     def stop(self) -> None:
         for proc in reversed(self.procs):
@@ -180,10 +185,11 @@ class Checklist:
                     pass
 
 
-def wait_for(check, what: str, timeout: float, log: str = "") -> None:
+def wait_for(check, what: str, timeout: float, log=lambda: "") -> None:
+    """Wait until ``check()``; on timeout fail with ``what`` and ``log()`` (the unit's log then)."""
     deadline = time.monotonic() + timeout
     while not check():
-        assert time.monotonic() < deadline, f"{what}\n{log}"
+        assert time.monotonic() < deadline, f"{what}\n{log()}"
         time.sleep(0.25)
 
 
@@ -244,13 +250,13 @@ def test_a_user_logs_in_submits_through_the_service_and_sees_the_job(checklist):
                       f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{_free_port()}'\n")
     redis = run.start_unit("nbrunner-redis")
     socket_path = run.paths["/srv/nbrunner"] / "redis" / "redis.sock"
-    wait_for(socket_path.exists, "Redis did not start", 30, run.log("nbrunner-redis"))
+    wait_for(socket_path.exists, "Redis did not start", 30, lambda: run.log("nbrunner-redis"))
     run.start_unit("nbrunner-scheduler")
     run.start_unit("nbrunner-worker")
     run.start_unit("jupyterhub")
     hub = f"http://127.0.0.1:{run.port}"
     wait_for(lambda: _answers(f"{hub}/services/nbrunner/api/jobs", 401), "the hub's nbrunner service did not answer",
-             90, run.log("jupyterhub"))
+             90, lambda: run.log("jupyterhub"))
     assert redis.poll() is None
 
     # alice logs in with her Unix password (PAM), as a browser does, and makes an API token
@@ -265,7 +271,7 @@ def test_a_user_logs_in_submits_through_the_service_and_sees_the_job(checklist):
         user = requests.get(f"{hub}/hub/api/users/{alice}", headers=auth, timeout=30).json()
         return bool(user.get("servers", {}).get("", {}).get("ready"))
 
-    wait_for(ready, "alice's server did not start", 90, run.log("jupyterhub"))
+    wait_for(ready, "alice's server did not start", 90, lambda: run.log("jupyterhub"))
     servers = [p for p in psutil.process_iter(["username", "cmdline"])
                if any("jupyterhub-singleuser" in part for part in p.info["cmdline"] or [])]
     assert servers and {p.info["username"] for p in servers} == {alice}
@@ -282,7 +288,7 @@ def test_a_user_logs_in_submits_through_the_service_and_sees_the_job(checklist):
         return requests.get(f"{api}/jobs/{job['id']}", headers=auth, timeout=30).json()["status"] in (
             "completed", "failed", "cancelled")
 
-    wait_for(finished, "the job did not end", 90, run.log("nbrunner-worker"))
+    wait_for(finished, "the job did not end", 90, lambda: run.log("nbrunner-worker"))
     record = requests.get(f"{api}/jobs/{job['id']}", headers=auth, timeout=30).json()
     assert record["status"] == "completed", (record, run.log("nbrunner-worker"))
     assert record["metrics"]["n"] == 7

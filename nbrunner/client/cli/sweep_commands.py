@@ -167,16 +167,30 @@ model_app = typer.Typer(no_args_is_help=True, help="Register and list trained mo
 app.add_typer(model_app, name="model")
 
 
+def models_workspace(workspace: Optional[Path]) -> Path:
+    """The workspace whose models a command acts on: the running cluster's, found as other commands
+    find it (``--dir``, else discovery from the current directory), else ``--dir`` or the current
+    directory (no running cluster needed)."""
+    from ...core.config import Settings
+    from ...core.errors import NoCluster
+    from ..local import LocalBackend
+
+    try:
+        return LocalBackend.attach(workspace).settings.workspace
+    except NoCluster:
+        return Settings.load(workspace).workspace
+
+
 def registry_of(workspace: Optional[Path]):
     """Whose models a command acts on: the service's (``NBRUNNER_SERVICE_URL``), else the
-    workspace's registry (no running cluster needed)."""
+    registry of :func:`models_workspace`."""
     from ...core.config import SERVICE_URL, Settings
 
     if SERVICE_URL.text():
         return cluster_of(workspace).backend
     from ..local import LocalBackend
 
-    return LocalBackend(Settings.load(workspace), None)
+    return LocalBackend(Settings.load(models_workspace(workspace)), None)
 
 
 @model_app.command("register")
@@ -212,7 +226,7 @@ def serve(model: str = typer.Argument(..., metavar="NAME[:VERSION]"),
     """Serve a registered model over HTTP: POST /predict {"inputs": [[...]]}, GET /health."""
     from ...serving.serve import make_server
 
-    server = make_server(model, port, workspace, host=host, quiet=False)
+    server = make_server(model, port, models_workspace(workspace), host=host, quiet=False)
     stop = threading.Event()
 
     def _stop(*_: Any) -> None:
