@@ -184,7 +184,7 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
                   accounts: str | os.PathLike | None = None) -> Cluster:
     """Start a local cluster (embedded Redis, scheduler, ``workers`` workers sharing ``gpus``
     slots; ``gpus="auto"`` finds GPUs), or join the one already running in the workspace.
-    ``accounts``: an accounts file (see README, "Accounts") the GPUs are shared by.
+    ``accounts``: an accounts file (docs/howto/accounts.md) the GPUs are shared by.
     Use as a context manager, or call ``.shutdown()``."""
     from ..core.keys import LEASE
     from ..core.store import reachable

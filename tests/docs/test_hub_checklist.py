@@ -72,6 +72,11 @@ def make_environment(prefix: Path) -> None:
     purelib = next(prefix.glob("lib/python3*/site-packages"))
     ours = [p for p in site.getsitepackages() if Path(p).is_dir()]
     (purelib / "zz_test_packages.pth").write_text("".join(f"import site; site.addsitedir({p!r})\n" for p in ours))
+    # what pip would add for the system Python's own version (redis-py wants async-timeout before 3.11.3)
+    done = subprocess.run([str(prefix / "bin" / "python"), "-c", "import redis.asyncio"], capture_output=True)
+    if done.returncode:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(purelib),
+                        "async-timeout>=4.0.3"], check=True)
     found = {ep.name: ep for ep in entry_points(group="console_scripts") if ep.name in SCRIPTS}
     assert set(found) == set(SCRIPTS), set(SCRIPTS) - set(found)
     for name, ep in found.items():
@@ -168,7 +173,7 @@ class Checklist:
                 proc.send_signal(signal.SIGTERM)
         for proc in reversed(self.procs):
             try:
-                proc.wait(20)
+                proc.wait(10)
             except subprocess.TimeoutExpired:
                 pass
             try:
