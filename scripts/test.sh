@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Set up and run the whole test suite (what CI runs): install into the project venv .venv, run the
 # JupyterLab extension's unit tests (Node), check the Quickstart from a clean clone with the stock
-# Debian python, then pytest in .venv.
+# Debian python, then pytest in .venv (which also builds the docs site, sphinx -W, in tests/docs/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# the docs site's tools (Sphinx, MyST, the PyData theme): tests/docs/ builds it with warnings as errors
+.venv/bin/python -m pip install -q -e ".[test,docs]"
 # system tools the tests drive: Debian's chromium (browser tests), docker-compose (validates docker/),
 # iproute2 (network namespaces for the multi-host test)
 missing=()

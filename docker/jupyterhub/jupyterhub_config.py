@@ -1,4 +1,5 @@
-"""JupyterHub with nbrunner as a hub service (README: "On a JupyterHub").
+"""JupyterHub with nbrunner as a hub service, to try it (docs/admin/jupyterhub-reference.md); for a
+server with Unix accounts follow the checklist in docs/admin/jupyterhub.md instead.
 
 Users reach the cluster only through `nbrunner service`, which alone holds the Redis URL and
 password: the hub starts it with the cluster's variables, and gives every user the scope to
@@ -8,7 +9,9 @@ call it with their own identity.  Start the hub where the cluster's variables ar
         jupyterhub -f jupyterhub_config.py
 
 The first part is what nbrunner needs; the second is a small hub to try it (shared-password
-login, servers as local processes): replace it with your site's authenticator and spawner.
+login: HUB_USER_PASSWORD is every user's password, HUB_ADMIN_PASSWORD, at least 32 characters, the
+password of the admin user `admin`; servers as local processes of the hub's own user): replace it
+with your site's authenticator and spawner.
 """
 import os
 

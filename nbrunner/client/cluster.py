@@ -11,7 +11,7 @@ import os
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..core.config import SETUP_READY_TIMEOUT_S, SERVICE_URL, WAIT_READY_TIMEOUT_S, Settings, service_token
-from ..core.errors import NoCluster
+from ..core.errors import NbrunnerError, NoCluster
 from ..core.models import PRIORITY_DEFAULT
 from . import session
 from .job import Job
@@ -62,18 +62,31 @@ class Cluster:
                timeout: float | None = None, kernel: str | None = None, owner: str | None = None,
                groups: Sequence[str] = (), **extra: Any) -> Job:
         """Queue ``notebook`` with ``parameters``; returns its :class:`Job`.  ``owner`` and ``groups``:
-        whose job it is (default: this process's user), and their groups (which may decide its account)."""
+        whose job it is (default: this process's user), and their groups (which may decide its account).
+        ``max_gpus`` defaults to ``min_gpus`` (0: no GPU); a notebook that trains with ElasticTrainer
+        and may hold at most one GPU gets a :class:`~nbrunner.client.advice.SingleLearnerWarning`.
+        ``extra``: the other job options (``language``, ``cwd``, ``report_mode``, ``retries``, ...)."""
         request = {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},
                    "name": name, "min_gpus": min_gpus, "max_gpus": max_gpus, "priority": priority,
                    "timeout": timeout, "kernel": kernel, **extra}
-        return Job(self, self.backend.submit(request, owner, groups))
+        job = Job(self, self.backend.submit(request, owner, groups))
+        from .advice import warn_single_learner
+
+        try:
+            roots = [self.backend.settings.workspace]
+        except NbrunnerError:  # through a service: no local workspace
+            roots = []
+        warn_single_learner(notebook, job.record.max_gpus, roots)  # ElasticTrainer with max_gpus <= 1: one learner
+        return job
 
     def job(self, job_id: str) -> Job:
         return Job(self, self.backend.job(job_id))
 
-    def jobs(self, status: str | None = None, limit: int | None = None) -> list[Job]:
-        """The jobs (in ``status``), oldest first; with ``limit``, only the newest ``limit`` of them."""
-        records, _ = self.backend.jobs(status, limit)
+    def jobs(self, status: str | None = None, limit: int | None = None, *, sweep: Any = None) -> list[Job]:
+        """The jobs (in ``status``), oldest first; with ``limit``, only the newest ``limit`` of them;
+        with ``sweep`` (a :class:`Sweep` or its id), only that sweep's trials."""
+        sweep_id = getattr(sweep, "id", sweep)
+        records, _ = self.backend.jobs(status, limit, sweep=sweep_id)
         return [Job(self, r) for r in reversed(records)]
 
     def monitor(self, status: str | None = None, *, owner: str | None = None, sweep: Any = None,
@@ -96,14 +109,26 @@ class Cluster:
         """Read the accounts file again (a bad file is refused, naming its line); the accounts."""
         return self.backend.reload_accounts()
 
-    def sweep(self, notebook: str | os.PathLike, spec: Any, *, owner: str | None = None, **options: Any) -> Sweep:
+    def sweep(self, notebook: str | os.PathLike, spec: Any = None, *, owner: str | None = None,
+              **options: Any) -> Sweep:
         """Start a sweep of ``notebook`` over ``spec`` (see :mod:`nbrunner.core.sweeps.spec`);
         ``options``: job fields for every trial (``name``, ``min_gpus``, ``max_gpus``, ``priority``,
-        ``timeout``, ``kernel``)."""
+        ``timeout``, ``kernel``).  Without ``spec``, the first argument is a sweep's id and the
+        existing sweep is returned (``cluster.sweep("3f9a...")``); an unknown id is NotFound."""
         from .sweep import Sweep
 
+        if spec is None:
+            if owner is not None or options:
+                raise TypeError("cluster.sweep(ID) takes no options; to start a sweep pass a spec")
+            return Sweep(self, str(notebook))
         state = self.backend.create_sweep(notebook, spec, owner, **options)
         return Sweep(self, state.id, state)
+
+    def sweeps(self) -> list[Sweep]:
+        """Every sweep the caller sees, oldest first."""
+        from .sweep import list_sweeps
+
+        return list_sweeps(self)
 
     def schedule(self, notebook: str | os.PathLike, parameters: dict[str, Any] | None = None, *,
                  cron: str | None = None, every: int | None = None, timezone: str = "UTC", overlap: str = "skip",
@@ -160,7 +185,7 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
                   accounts: str | os.PathLike | None = None) -> Cluster:
     """Start a local cluster (embedded Redis, scheduler, ``workers`` workers sharing ``gpus``
     slots; ``gpus="auto"`` finds GPUs), or join the one already running in the workspace.
-    ``accounts``: an accounts file (see README, "Accounts") the GPUs are shared by.
+    ``accounts``: an accounts file (docs/howto/accounts.md) the GPUs are shared by.
     Use as a context manager, or call ``.shutdown()``."""
     from ..core.keys import LEASE
     from ..core.store import reachable

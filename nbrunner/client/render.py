@@ -152,3 +152,28 @@ def schedules_table(records: list) -> Table:
         t.add_row(r.id, r.name, r.notebook, when, r.overlap, state, r.next_run_at or "-", r.last_run_at or "-",
                   r.owner)
     return t
+
+
+def _objective(value) -> str:
+    return "" if value is None else f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def leaderboard_text(state) -> str:
+    """A sweep (:class:`~nbrunner.client.sweep.SweepState`) as a title line and its leaderboard:
+    rank, objective, status, job id and parameters, best first."""
+    rows = [[str(r["rank"] or "-"), _objective(r["objective"]), r["status"], r["job"] or "",
+             " ".join(f"{k}={_fmt(v)}" for k, v in r["parameters"].items())] for r in state.leaderboard]
+    title = f"sweep {state.id} {state.name!r} {state.status}: {len(state.leaderboard)} trials"
+    return text_table(("rank", "objective", "status", "job", "parameters"), rows, title=title)
+
+
+def sweeps_text(states: list) -> str:
+    """Sweeps as a table: id, name, status, trials finished / all, best objective."""
+    from ..core.models import FINISHED
+
+    rows = []
+    for st in states:
+        done = sum(r["status"] in FINISHED for r in st.leaderboard)
+        best = next((r["objective"] for r in st.leaderboard if r["rank"] == 1), None)
+        rows.append([st.id, st.name, st.status, f"{done}/{len(st.leaderboard)}", _objective(best)])
+    return text_table(("id", "name", "status", "trials", "best"), rows, title=f"{len(states)} sweep(s)")

@@ -158,7 +158,7 @@ def serve(port: int | None = None, admin_group: str | None = None, workspace: st
     the exit code: 2 outside a hub or with a bad accounts file (its line named)."""
     if not os.environ.get("JUPYTERHUB_API_TOKEN"):
         print("nbrunner: nbrunner service runs as a JupyterHub service and found no JUPYTERHUB_API_TOKEN: "
-              "start it from c.JupyterHub.services (see the README, On a JupyterHub)", file=sys.stderr)
+              "start it from c.JupyterHub.services (see docs/admin/jupyterhub.md)", file=sys.stderr)
         return 2
     if accounts is not None:
         try:

@@ -12,7 +12,8 @@ from .fast import main
 
 # `nbrunner --help` lists the commands in this order (each module registers its own)
 COMMANDS = ("up", "submit", "jobs", "show", "logs", "cancel", "rerun", "delete", "download", "priority", "cluster",
-            "share", "usage", "metrics", "list", "worker", "scheduler", "service", "sweep", "serve")
+            "share", "usage", "metrics", "list", "worker", "scheduler", "service", "sweep", "sweep-show", "sweeps",
+            "serve")
 
 
 def _name(info) -> str:

@@ -190,7 +190,7 @@ def service(port: Optional[int] = typer.Option(None, "--port", min=1, max=65535,
             accounts: Optional[Path] = typer.Option(None, "--accounts", metavar="ACCOUNTS.yaml",
                                                     help="accounts that share the GPUs (SIGHUP reads the file again)"),
             workspace: Optional[Path] = DirOption) -> None:
-    """Serve the REST API to a JupyterHub's users, as a hub-managed service (README: On a JupyterHub)."""
+    """Serve the REST API to a JupyterHub's users, as a hub-managed service (docs/admin/jupyterhub.md)."""
     import importlib.util
 
     if importlib.util.find_spec("jupyterhub") is None:

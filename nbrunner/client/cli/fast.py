@@ -161,6 +161,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: one-line errors, exit 2 for usage errors and for no running cluster."""
     try:
         argv = _join_parameters(list(sys.argv[1:] if argv is None else argv))
+        if argv[:2] == ["sweep", "show"]:  # `sweep` runs NOTEBOOK SPEC; `sweep show ID` reads one
+            argv = ["sweep-show", *argv[2:]]
         call = plain_call(argv)
         rv = (_run_plain(call) if call is not None
               else _app_for(argv)(args=argv, prog_name="nbrunner", standalone_mode=False))

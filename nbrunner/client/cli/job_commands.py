@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from ...core.config import FOLLOW_POLL_S, JOBS_SHOWN
+from ...core.config import FOLLOW_POLL_S, JOBS_SHOWN, RETRIES
 from ...core.errors import NbrunnerError
 from ...core.models import PRIORITY_DEFAULT, STATUSES
+from ..advice import MAX_GPUS_HELP, SingleLearnerWarning
 from .app import DirOption, app, cluster_of, console, print_json, typed_parameters, terminal
 
 
@@ -22,11 +24,16 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
                                                      help="a parameter, typed like papermill's (repeatable)"),
            params_file: Optional[Path] = typer.Option(None, "-f", "--parameters-file", help="YAML file of parameters"),
            name: Optional[str] = typer.Option(None, "--name"),
-           min_gpus: int = typer.Option(0, "--min-gpus"),
-           max_gpus: Optional[int] = typer.Option(None, "--max-gpus"),
-           priority: int = typer.Option(PRIORITY_DEFAULT, "--priority"),
-           timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds"),
-           kernel: Optional[str] = typer.Option(None, "--kernel"),
+           min_gpus: int = typer.Option(0, "--min-gpus", help="GPUs the job needs to start"),
+           max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help=MAX_GPUS_HELP),
+           priority: int = typer.Option(PRIORITY_DEFAULT, "--priority", help="1..10000"),
+           timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds of wall time, the whole job"),
+           kernel: Optional[str] = typer.Option(None, "--kernel", help="kernel name (default: the notebook's)"),
+           language: Optional[str] = typer.Option(None, "--language", help="kernel language, when no kernel is named"),
+           cwd: Optional[str] = typer.Option(None, "--cwd", help="working directory (default: the notebook's)"),
+           report_mode: bool = typer.Option(False, "--report-mode", help="hide code cells' input in the output"),
+           retries: Optional[int] = typer.Option(None, "--retries",
+                                                 help=f"re-runs after a lost worker (default: {RETRIES.name})"),
            wait: bool = typer.Option(False, "--wait", help="block until the job ends; exit 0 only if it completed"),
            as_json: bool = typer.Option(False, "--json"),
            workspace: Optional[Path] = DirOption) -> None:
@@ -46,8 +53,15 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
         parameters.update(loaded)
     parameters.update(typed_parameters(param))
     cluster = cluster_of(workspace)
-    job = cluster.submit(notebook, parameters, name=name, min_gpus=min_gpus, max_gpus=max_gpus,
-                         priority=priority, timeout=timeout, kernel=kernel)
+    extra = {k: v for k, v in (("language", language), ("cwd", cwd), ("retries", retries)) if v is not None}
+    if report_mode:
+        extra["report_mode"] = True
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SingleLearnerWarning)
+        job = cluster.submit(notebook, parameters, name=name, min_gpus=min_gpus, max_gpus=max_gpus,
+                             priority=priority, timeout=timeout, kernel=kernel, **extra)
+    for w in caught:
+        print(f"nbrunner: warning: {w.message}", file=sys.stderr)
     if not wait:
         print_json(job.to_dict()) if as_json else print(job.id)
         return
@@ -63,9 +77,10 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
 
 @app.command()
 def jobs(status: Optional[str] = typer.Option(None, "--status"),
-         limit: Optional[int] = typer.Option(None, "--limit", help=f"show the newest N jobs (default {JOBS_SHOWN})"),
+         limit: Optional[int] = typer.Option(None, "--limit", help=f"show the newest N jobs, the newest last (default {JOBS_SHOWN})"),
          every: bool = typer.Option(False, "--all", help="show every job"),
          schedule: Optional[str] = typer.Option(None, "--schedule", metavar="ID", help="only the runs of this schedule"),
+         sweep: Optional[str] = typer.Option(None, "--sweep", metavar="ID", help="only the trials of this sweep"),
          as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption,
          live: bool = typer.Option(False, "--watch", help="a live table, changes as they happen, until Ctrl-C")) -> None:
     """List the newest jobs (--json: {"jobs": [newest first], "next": cursor or null}, as GET /jobs)."""
@@ -73,6 +88,8 @@ def jobs(status: Optional[str] = typer.Option(None, "--status"),
         raise typer.BadParameter(f"--status must be one of {', '.join(STATUSES)}")
     if limit is not None and every:
         raise typer.BadParameter("--limit and --all do not go together")
+    if live and sweep is not None:
+        raise typer.BadParameter("--watch does not filter by sweep: use nbrunner sweep show ID")
     if live and (every or as_json):
         raise typer.BadParameter("--watch shows the newest jobs live: not with --all or --json")
     if limit is not None and limit < 1:
@@ -82,7 +99,7 @@ def jobs(status: Optional[str] = typer.Option(None, "--status"),
         from ..watch import watch
 
         return watch(backend, status, schedule, limit or JOBS_SHOWN, **terminal())
-    records, after = backend.jobs(status, None if every else limit or JOBS_SHOWN, schedule=schedule)
+    records, after = backend.jobs(status, None if every else limit or JOBS_SHOWN, schedule=schedule, sweep=sweep)
     if as_json:
         print_json({"jobs": [r.to_dict() for r in records], "next": after})
         return

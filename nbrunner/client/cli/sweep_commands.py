@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 import typer
 
+from ..advice import MAX_GPUS_HELP
 from .app import DirOption, app, cluster_of, console, print_json, typed_parameters
 
 
@@ -20,12 +21,15 @@ def sweep(notebook: str = typer.Argument(..., help="notebook path"),
           as_json: bool = typer.Option(False, "--json"),
           name: Optional[str] = typer.Option(None, "--name", help="display name of the trials (default: notebook stem)"),
           min_gpus: Optional[int] = typer.Option(None, "--min-gpus", help="per trial"),
-          max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help="per trial"),
+          max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help="per trial; " + MAX_GPUS_HELP),
           priority: Optional[int] = typer.Option(None, "--priority", help="per trial"),
           timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds, per trial"),
           kernel: Optional[str] = typer.Option(None, "--kernel"),
           workspace: Optional[Path] = DirOption) -> None:
-    """Run a hyperparameter sweep: every trial is a job; prints the sweep id."""
+    """Run a hyperparameter sweep: every trial is a job; prints the sweep id.
+
+    See a sweep's trials ranked by its objective with `nbrunner sweep show ID`, and every sweep
+    with `nbrunner sweeps`."""
     from ...core.config import Settings
     from ...control.sweeps import prepare
 
@@ -54,6 +58,31 @@ def sweep(notebook: str = typer.Argument(..., help="notebook path"),
         print_json(result.to_dict())
     else:
         print(result.id)
+
+
+@app.command("sweep-show", hidden=True)
+def sweep_show(sweep_id: str = typer.Argument(..., metavar="ID"), as_json: bool = typer.Option(False, "--json"),
+               workspace: Optional[Path] = DirOption) -> None:
+    """Show a sweep's leaderboard, best objective first (`nbrunner sweep show ID`; --json: as GET /sweeps/{id})."""
+    s = cluster_of(workspace).sweep(sweep_id)
+    if as_json:
+        print_json(s.record.to_dict())
+        return
+    from .. import render
+
+    print(render.leaderboard_text(s.record))
+
+
+@app.command("sweeps")
+def sweeps(as_json: bool = typer.Option(False, "--json"), workspace: Optional[Path] = DirOption) -> None:
+    """List the sweeps you see, oldest first (--json: as GET /sweeps)."""
+    states = [s.record for s in cluster_of(workspace).sweeps()]
+    if as_json:
+        print_json({"sweeps": [st.to_dict() for st in states]})
+        return
+    from .. import render
+
+    print(render.sweeps_text(states))
 
 
 schedule_app = typer.Typer(no_args_is_help=True, help="Run notebooks on a clock (each run is a job).")
@@ -138,16 +167,30 @@ model_app = typer.Typer(no_args_is_help=True, help="Register and list trained mo
 app.add_typer(model_app, name="model")
 
 
+def models_workspace(workspace: Optional[Path]) -> Path:
+    """The workspace whose models a command acts on: the running cluster's, found as other commands
+    find it (``--dir``, else discovery from the current directory), else ``--dir`` or the current
+    directory (no running cluster needed)."""
+    from ...core.config import Settings
+    from ...core.errors import NoCluster
+    from ..local import LocalBackend
+
+    try:
+        return LocalBackend.attach(workspace).settings.workspace
+    except NoCluster:
+        return Settings.load(workspace).workspace
+
+
 def registry_of(workspace: Optional[Path]):
     """Whose models a command acts on: the service's (``NBRUNNER_SERVICE_URL``), else the
-    workspace's registry (no running cluster needed)."""
+    registry of :func:`models_workspace`."""
     from ...core.config import SERVICE_URL, Settings
 
     if SERVICE_URL.text():
         return cluster_of(workspace).backend
     from ..local import LocalBackend
 
-    return LocalBackend(Settings.load(workspace), None)
+    return LocalBackend(Settings.load(models_workspace(workspace)), None)
 
 
 @model_app.command("register")
@@ -183,7 +226,7 @@ def serve(model: str = typer.Argument(..., metavar="NAME[:VERSION]"),
     """Serve a registered model over HTTP: POST /predict {"inputs": [[...]]}, GET /health."""
     from ...serving.serve import make_server
 
-    server = make_server(model, port, workspace, host=host, quiet=False)
+    server = make_server(model, port, models_workspace(workspace), host=host, quiet=False)
     stop = threading.Event()
 
     def _stop(*_: Any) -> None:
