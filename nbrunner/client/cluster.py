@@ -104,6 +104,20 @@ class Cluster:
         state = self.backend.create_sweep(notebook, spec, owner, **options)
         return Sweep(self, state.id, state)
 
+    def pipeline(self, source: str | os.PathLike | dict[str, Any], parameters: dict[str, Any] | None = None):
+        """Run a pipeline (a file path or a dict; docs/pipelines.md); ``parameters`` override the
+        file's, ``{"STEP.NAME": value}``.  Returns a :class:`~nbrunner.client.pipeline.Pipeline`."""
+        from .pipeline import Pipeline, load_source
+
+        data, base, name = load_source(source)
+        return Pipeline(self, self.backend.create_pipeline(data, base, parameters, name))
+
+    def pipelines(self) -> list:
+        """Every pipeline of the cluster the caller sees, newest first."""
+        from .pipeline import Pipeline
+
+        return [Pipeline(self, rec) for rec in self.backend.pipelines()]
+
     def schedule(self, notebook: str | os.PathLike, parameters: dict[str, Any] | None = None, *,
                  cron: str | None = None, every: int | None = None, timezone: str = "UTC", overlap: str = "skip",
                  owner: str | None = None, **job_options: Any) -> Schedule:
