@@ -49,6 +49,30 @@ def load_source(source: str | os.PathLike | dict[str, Any]) -> tuple[Any, Path, 
     return text, path.resolve().parent, pipeline_name(path)
 
 
+def pipeline_request(source: str | os.PathLike | dict[str, Any]) -> dict[str, Any]:
+    """A pipeline (a path or a dict) as a request carries it: the file as a dict, its name from
+    the file's, its notebook paths absolute (a service's backend then reads them as content)."""
+    from ..core.pipelines.spec import read_pipeline
+
+    data, base, name = load_source(source)
+    data = dict(read_pipeline(data))
+    data.setdefault("name", name)
+    steps = data.get("steps")
+    if isinstance(steps, dict):
+        data["steps"] = {k: _absolute(step, base) for k, step in steps.items()}
+    return data
+
+
+def _absolute(step: Any, base: Path) -> Any:
+    if not isinstance(step, dict):
+        return step
+    sweep = step.get("sweep")
+    holder = dict(sweep) if isinstance(sweep, dict) else dict(step)
+    if isinstance(holder.get("notebook"), str):
+        holder["notebook"] = str(base / Path(holder["notebook"]).expanduser())
+    return {**step, "sweep": holder} if isinstance(sweep, dict) else holder
+
+
 class Pipeline:
     """A handle on a pipeline: ``.id``, ``.status``, ``.steps`` (read fresh), ``.wait()``,
     ``.cancel()``, ``.rerun(from_step=None)``, ``.to_dict()``; ``.record`` is its latest record."""

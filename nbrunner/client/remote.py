@@ -340,6 +340,10 @@ class RemoteBackend:
     # ---- schedules ------------------------------------------------------------------------------
     def create_schedule(self, request: dict[str, Any], owner: str | None = None) -> ScheduleRecord:
         _no_owner(owner)
+        if "pipeline" in request:  # each step's notebook goes as content
+            steps = request["pipeline"].get("steps") or {}
+            pipeline = {**request["pipeline"], "steps": {k: _with_content(v, Path.cwd()) for k, v in steps.items()}}
+            return _schedule(self._call("POST", "schedules", {**request, "pipeline": pipeline}))
         name, text = notebook_content(request["notebook"])
         return _schedule(self._call("POST", "schedules", {**request, "notebook": name, "content": text}))
 

@@ -95,7 +95,7 @@ def split_contents(source: Any) -> tuple[Any, dict[str, Any]]:
     return {**source, "steps": steps}, contents
 
 
-def _snapshots(settings: Settings, spec: PipelineSpec, contents: dict[str, Any], base: Path | None,
+def check_notebooks(settings: Settings, spec: PipelineSpec, contents: dict[str, Any], base: Path | None,
                allow_files: bool) -> dict[str, tuple[str, str]]:
     """Each step's notebook checked as a submit checks it: (its path as shown, its text)."""
     out = {}
@@ -143,7 +143,7 @@ def create_pipeline(store: JobStore, settings: Settings, source: Any, *, owner: 
     for name in contents:
         if name not in spec.steps:
             raise InvalidRequest(f"content for unknown step {name!r}")
-    snaps = _snapshots(settings, spec, contents, base, allow_files)
+    snaps = check_notebooks(settings, spec, contents, base, allow_files)
     steps = {name: StepState(needs=list(s.needs), notebook=snaps[name][0], kind=s.kind) for name, s in spec.steps.items()}
     rec = created(PipelineRecord(id=_new_id(store), name=spec.name, owner=owner or getpass.getuser(),
                                  groups=list(groups), steps=steps, on_failure=spec.on_failure,

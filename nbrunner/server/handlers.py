@@ -400,8 +400,9 @@ class SchedulesHandler(BaseHandler):
     @web.authenticated
     def post(self) -> None:
         data = self.body(content=True)
-        data["notebook"] = self.notebook_path(data)
-        self.reply(self.api.create_schedule(self.caller, data).to_dict(), 201)
+        if "pipeline" not in data:  # a schedule of a pipeline: its steps name their notebooks
+            data["notebook"] = self.notebook_path(data)
+        self.reply(self.api.create_schedule(self.caller, data, base=self.root).to_dict(), 201)
 
 
 class ScheduleHandler(BaseHandler):

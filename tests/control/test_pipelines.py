@@ -205,3 +205,24 @@ def test_the_example_pipeline_runs_from_the_cli(cluster, ws):
     assert bad.returncode == 1 and bad.stderr.strip() == f"nbrunner: pipeline {rec['id']} has no step 'nope'"
     gone = nbrunner_cli(cluster, example, "pipeline", "show", "zzzz")
     assert gone.returncode == 1 and gone.stderr.strip() == "nbrunner: no pipeline 'zzzz'"
+
+
+def test_a_schedule_runs_a_pipeline(cluster, ws):
+    (ws / "sched").mkdir(exist_ok=True)
+    (ws / "sched" / "two.pipeline.yaml").write_text(
+        "steps:\n  a: {notebook: ../a.ipynb, parameters: {n: 2}}\n"
+        "  b: {notebook: ../a.ipynb, needs: [a], parameters: {n: '{{ steps.a.outputs.n }}'}}\n")
+    with pytest.raises(InvalidRequest, match="unknown field 'min_gpus' for a schedule of a pipeline"):
+        cluster.schedule(pipeline=ws / "sched" / "two.pipeline.yaml", every=1, min_gpus=1)
+    schedule = cluster.schedule(pipeline=ws / "sched" / "two.pipeline.yaml", every=1)
+    assert schedule.to_dict()["pipeline"] == "two"
+    try:
+        def first_run():
+            runs = [p for p in cluster.pipelines() if p.record.get("schedule") == schedule.id]
+            return next((p for p in runs if p.record["status"] in ("completed", "failed")), None)
+        run = wait_for(first_run, 180, 0.5, "a scheduled pipeline to complete")
+        assert run.record["owner"] == schedule.to_dict()["owner"]
+        assert run.record["status"] == "completed", run.record
+        assert run.steps["a"]["outputs"]["n"] == 4 and run.steps["b"]["outputs"]["n"] == 8
+    finally:
+        schedule.delete()
