@@ -47,7 +47,8 @@ def test_run_a_pipeline_from_its_file_and_watch_its_graph(lab, page):
     plain.click()
     plain.click(button="right")
     expect(page.locator(".lm-Menu").last).to_be_visible()
-    expect(page.locator('.lm-Menu-item[data-command="nbrunner:run-pipeline"]')).to_have_count(0)
+    expect(page.locator('.lm-Menu-item[data-command="nbrunner:run-sweep"]')).to_be_visible()  # the menu is open
+    expect(page.locator('.lm-Menu-item[data-command="nbrunner:run-pipeline"]')).to_be_hidden()
     page.keyboard.press("Escape")
 
     item = browser.locator(".jp-DirListing-item", has_text="two.pipeline.yaml")
