@@ -134,3 +134,20 @@ export function stepSummary(steps: Record<string, { status: string }>): string {
 export function isPipelineFile(path: string): boolean {
   return /\.pipeline\.ya?ml$/i.test(path);
 }
+
+/** What a step's box says under its name: its status and why it waits, why it failed, that it was
+ * reused, or its job; cut to `width` characters with an ellipsis. */
+export function stepNote(
+  step: {
+    status: string;
+    job?: string | null;
+    waiting?: { message: string } | null;
+    error?: string | null;
+    reused?: boolean;
+  },
+  width = 26
+): string {
+  const why = step.waiting?.message ?? step.error ?? (step.reused ? 'reused' : step.job ?? '');
+  const text = why ? `${step.status} · ${why}` : step.status;
+  return text.length > width ? `${text.slice(0, width - 1)}…` : text;
+}

@@ -8,6 +8,7 @@ import {
   MARGIN,
   NODE_HEIGHT,
   NODE_WIDTH,
+  stepNote,
   stepSummary
 } from '../src/pipeline-graph';
 
@@ -68,5 +69,17 @@ describe('stepSummary and isPipelineFile', () => {
     expect(isPipelineFile('x/digits.pipeline.yaml')).toBe(true);
     expect(isPipelineFile('digits.PIPELINE.yml')).toBe(true);
     expect(isPipelineFile('sweep.yaml')).toBe(false);
+  });
+});
+
+describe('stepNote', () => {
+  it('says why a step waits or failed, cut with an ellipsis', () => {
+    expect(stepNote({ status: 'pending', waiting: { message: 'waits for prep' } })).toBe('pending · waits for prep');
+    expect(stepNote({ status: 'pending', waiting: { message: 'waits for prep, train' } })).toBe(
+      'pending · waits for prep,…'
+    );
+    expect(stepNote({ status: 'completed', job: 'abc', reused: true })).toBe('completed · reused');
+    expect(stepNote({ status: 'running', job: 'j1' })).toBe('running · j1');
+    expect(stepNote({ status: 'skipped' })).toBe('skipped');
   });
 });

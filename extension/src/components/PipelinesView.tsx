@@ -12,7 +12,7 @@ import { cancelPipeline, errorMessage, listPipelines, rerunPipeline } from '../a
 import { PushChannel } from '../channel';
 import { JOBS_POLL_MS } from '../constants';
 import { Change } from '../events';
-import { layoutPipeline, NODE_HEIGHT, NODE_WIDTH, stepSummary } from '../pipeline-graph';
+import { layoutPipeline, NODE_HEIGHT, NODE_WIDTH, stepNote, stepSummary } from '../pipeline-graph';
 import { PollingWidget } from '../polling-widget';
 import { IPipeline, IPipelineStep } from '../types';
 import { ActionButton } from './ActionButton';
@@ -185,9 +185,7 @@ export class PipelinesView extends PollingWidget {
                 <title>{`${n.name}: ${step.status}${note ? ` (${note})` : ''}`}</title>
                 <rect width={NODE_WIDTH} height={NODE_HEIGHT} rx={6} />
                 <text x={8} y={18} className="nbrunner-PipelineStep-name">{n.name}</text>
-                <text x={8} y={36} className="nbrunner-PipelineStep-note">
-                  {`${step.status}${note ? ` · ${note}` : ''}`.slice(0, 24)}
-                </text>
+                <text x={8} y={36} className="nbrunner-PipelineStep-note">{stepNote(step)}</text>
               </g>
             );
           })}
