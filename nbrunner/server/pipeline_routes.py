@@ -15,6 +15,18 @@ from tornado import web
 from ..core.errors import InvalidRequest
 
 
+def pipeline_file(handler, data: dict[str, Any]) -> tuple[str, Any, str]:
+    """The text of the pipeline file ``data["file"]`` names under the server root, the directory
+    its notebook paths are relative to, and its default name."""
+    from ..client.pipeline import load_source
+
+    for key in data:
+        if key not in ("file", "parameters"):
+            raise InvalidRequest(f"unknown field {key!r} (give the pipeline as a file or as JSON, not both)")
+    rel = handler.relative_path(data["file"], "file")
+    return load_source(handler.root / rel)
+
+
 class PipelinesRoute:
     @web.authenticated
     def get(self) -> None:
@@ -26,7 +38,7 @@ class PipelinesRoute:
         overrides = data.pop("parameters", None)
         source, base, name = data, self.root, "pipeline"
         if "file" in data:  # a pipeline file under the server root (the Lab's "Run pipeline")
-            source, base, name = self.pipeline_file(data)
+            source, base, name = pipeline_file(self, data)
         steps = data.get("steps")
         if isinstance(steps, dict):
             for step in steps.values():
@@ -35,17 +47,6 @@ class PipelinesRoute:
         rec = await self.in_thread(lambda: self.api.create_pipeline(self.caller, source, base=base,
                                                                      parameters=overrides, default_name=name))
         self.reply(rec, 201)
-
-    def pipeline_file(self, data: dict[str, Any]) -> tuple[str, Any, str]:
-        """The text of the pipeline file ``data["file"]`` names, the directory its notebook paths are
-        relative to, and its default name."""
-        from ..client.pipeline import load_source
-
-        for key in data:
-            if key != "file":
-                raise InvalidRequest(f"unknown field {key!r} (give the pipeline as a file or as JSON, not both)")
-        rel = self.relative_path(data["file"], "file")
-        return load_source(self.root / rel)
 
     def _check_path(self, step: dict[str, Any]) -> None:
         """A notebook read from the server's files stays under its root."""
@@ -92,7 +93,7 @@ def pipeline_with_content(handler, data: dict[str, Any]) -> dict[str, Any]:
     root = handler.root
     overrides = data.get("parameters")
     if "file" in data:
-        text, base, name = handler.pipeline_file({"file": data["file"]})
+        text, base, name = pipeline_file(handler, {"file": data["file"]})
         data = {"name": name, **read_pipeline(text)}
     else:
         base = root
