@@ -23,6 +23,8 @@ import {
   IScheduleList,
   IScheduleRequest,
   IScheduleUpdate,
+  IPipeline,
+  IPipelineList,
   JSONValue,
   ISubmitRequest,
   ISweep,
@@ -254,4 +256,33 @@ export function startModelServer(
 
 export function stopModelServer(name: string): Promise<null> {
   return requestAPI<null>(`models/serving/${enc(name)}`, { method: 'DELETE' });
+}
+
+/** Pipelines the caller sees, newest first. */
+export function listPipelines(): Promise<IPipelineList> {
+  return requestAPI<IPipelineList>('pipelines');
+}
+
+export function getPipeline(id: string): Promise<IPipeline> {
+  return requestAPI<IPipeline>(`pipelines/${enc(id)}`);
+}
+
+/** Run the pipeline file at `path` (relative to the server root). */
+export function runPipelineFile(path: string): Promise<IPipeline> {
+  return requestAPI<IPipeline>('pipelines', {
+    method: 'POST',
+    body: JSON.stringify({ file: path })
+  });
+}
+
+export function cancelPipeline(id: string): Promise<IPipeline> {
+  return requestAPI<IPipeline>(`pipelines/${enc(id)}`, { method: 'DELETE' });
+}
+
+/** A new pipeline reusing the completed steps before `from` (every completed step: null). */
+export function rerunPipeline(id: string, from: string | null = null): Promise<IPipeline> {
+  return requestAPI<IPipeline>(`pipelines/${enc(id)}/rerun`, {
+    method: 'POST',
+    body: JSON.stringify(from ? { from } : {})
+  });
 }

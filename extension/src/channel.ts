@@ -18,6 +18,7 @@ import {
   IServerEvent,
   ISweepChange,
   jobChange,
+  pipelineChange,
   readyOf,
   retryDelay,
   scheduleChange,
@@ -25,7 +26,7 @@ import {
   SILENCE_MS,
   sweepChange
 } from './events';
-import { ICluster, IJob, ISchedule } from './types';
+import { ICluster, IJob, IPipeline, ISchedule } from './types';
 import { API_PREFIX } from './wire';
 
 /** `connecting` until the first answer; `live` while the stream is open; `polling` when it
@@ -45,6 +46,9 @@ export class PushChannel implements IDisposable {
   }
   get scheduleChanged(): ISignal<this, Change<ISchedule>> {
     return this._schedule;
+  }
+  get pipelineChanged(): ISignal<this, Change<IPipeline>> {
+    return this._pipeline;
   }
   get clusterChanged(): ISignal<this, ICluster> {
     return this._cluster;
@@ -211,6 +215,13 @@ export class PushChannel implements IDisposable {
         }
         break;
       }
+      case 'pipeline': {
+        const change = pipelineChange(event.data);
+        if (change) {
+          this._pipeline.emit(change);
+        }
+        break;
+      }
       case 'cluster': {
         const cluster = clusterChange(event.data);
         if (cluster) {
@@ -238,6 +249,7 @@ export class PushChannel implements IDisposable {
   private _job = new Signal<this, Change<IJob>>(this);
   private _sweep = new Signal<this, Change<ISweepChange>>(this);
   private _schedule = new Signal<this, Change<ISchedule>>(this);
+  private _pipeline = new Signal<this, Change<IPipeline>>(this);
   private _cluster = new Signal<this, ICluster>(this);
   private _reloaded = new Signal<this, void>(this);
   private _modeChanged = new Signal<this, ChannelMode>(this);

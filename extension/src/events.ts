@@ -3,7 +3,7 @@
  * `GET /events` as it arrives, the messages they carry, and when to try again after a
  * failure.  The channel itself (the request, reconnecting, the fallback) is `channel.ts`.
  */
-import { ICluster, IJob, ISchedule } from './types';
+import { ICluster, IJob, IPipeline, ISchedule } from './types';
 
 /** One server-sent event: its id (null: none), its name, and its data parsed as JSON. */
 export interface IServerEvent {
@@ -135,6 +135,10 @@ export function scheduleChange(data: any): Change<ISchedule> | null {
 
 export function sweepChange(data: any): Change<ISweepChange> | null {
   return change<ISweepChange>(data, 'sweep');
+}
+
+export function pipelineChange(data: any): Change<IPipeline> | null {
+  return change<IPipeline>(data, 'pipeline');
 }
 
 export function clusterChange(data: any): ICluster | null {

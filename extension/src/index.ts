@@ -34,6 +34,7 @@ import { activateJobPages, JobPageCommandIDs } from './job-pages';
 import { JobLogView } from './log-view';
 import { addModelsPanel } from './models-plugin';
 import { Created, runAsJob } from './run-as-job';
+import { pipelinesPlugin } from './pipelines-plugin';
 import { schedulesPlugin, ScheduleCommandIDs } from './schedules-plugin';
 import { JobNotifier } from './notifier';
 import { IJob } from './types';
@@ -393,4 +394,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [plugin, schedulesPlugin];
+export default [plugin, schedulesPlugin, pipelinesPlugin];

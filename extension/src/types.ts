@@ -299,3 +299,34 @@ export interface IModelServer {
 export interface IModelServerList {
   servers: IModelServer[];
 }
+
+/** A step of a pipeline record (`GET /pipelines/{id}`). */
+export interface IPipelineStep {
+  status: 'pending' | 'queued' | 'running' | 'completed' | 'failed' | 'skipped' | 'cancelled';
+  job: string | null;
+  sweep?: string | null;
+  outputs: { [key: string]: JSONValue };
+  needs: string[];
+  notebook?: string;
+  kind?: 'notebook' | 'sweep';
+  waiting?: { code: string; message: string } | null;
+  error?: string | null;
+  reused?: boolean;
+}
+
+/** A pipeline record. */
+export interface IPipeline {
+  id: string;
+  name: string;
+  owner: string;
+  status: 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
+  steps: { [name: string]: IPipelineStep };
+  on_failure?: string;
+  created_at: string;
+  finished_at: string | null;
+  rerun_of?: string | null;
+}
+
+export interface IPipelineList {
+  pipelines: IPipeline[];
+}

@@ -130,15 +130,37 @@ class Cluster:
 
         return list_sweeps(self)
 
-    def schedule(self, notebook: str | os.PathLike, parameters: dict[str, Any] | None = None, *,
+    def pipeline(self, source: str | os.PathLike | dict[str, Any], parameters: dict[str, Any] | None = None):
+        """Run a pipeline (a file path or a dict; docs/pipelines.md); ``parameters`` override the
+        file's, ``{"STEP.NAME": value}``.  Returns a :class:`~nbrunner.client.pipeline.Pipeline`."""
+        from .pipeline import Pipeline, load_source
+
+        data, base, name = load_source(source)
+        return Pipeline(self, self.backend.create_pipeline(data, base, parameters, name))
+
+    def pipelines(self) -> list:
+        """Every pipeline of the cluster the caller sees, newest first."""
+        from .pipeline import Pipeline
+
+        return [Pipeline(self, rec) for rec in self.backend.pipelines()]
+
+    def schedule(self, notebook: str | os.PathLike | None = None, parameters: dict[str, Any] | None = None, *,
                  cron: str | None = None, every: int | None = None, timezone: str = "UTC", overlap: str = "skip",
                  owner: str | None = None, **job_options: Any) -> Schedule:
         """Run ``notebook`` on a clock: ``cron`` (5 fields or @hourly/@daily/@weekly, in ``timezone``)
         or ``every`` seconds; each run is a job.  ``overlap="skip"``: no new run while the previous
         one is queued or running; ``"queue"``: run anyway.  ``job_options``: ``name``, ``min_gpus``,
-        ``max_gpus``, ``priority``, ``timeout``."""
+        ``max_gpus``, ``priority``, ``timeout``.  ``pipeline=PATH_OR_DICT`` instead of ``notebook``:
+        each run is a pipeline (docs/pipelines.md)."""
         from .schedule import Schedule
 
+        if notebook is None and "pipeline" in job_options:  # a schedule of a pipeline (a path or a dict)
+            from .pipeline import pipeline_request
+
+            request = {"pipeline": pipeline_request(job_options.pop("pipeline")), "cron": cron, "every": every,
+                       "timezone": timezone, "overlap": overlap, **{k: v for k, v in job_options.items() if v is not None}}
+            rec = self.backend.create_schedule(request, owner)
+            return Schedule(self, rec.id, rec)
         request = {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},
                    "cron": cron, "every": every, "timezone": timezone, "overlap": overlap,
                    **{k: v for k, v in job_options.items() if v is not None}}

@@ -167,6 +167,24 @@ class LocalBackend:
         return SweepState(rec.id, rec.name, rec.status, [jobs[j] for j in rec.job_ids() if j in jobs],
                           leaderboard(rec, jobs))
 
+    # ---- pipelines ------------------------------------------------------------------------------
+    def create_pipeline(self, source: Any, base: Path, parameters: dict[str, Any] | None = None,
+                        default_name: str = "pipeline") -> dict[str, Any]:
+        return self.api.create_pipeline(self.caller, source, base=base, parameters=parameters,
+                                        default_name=default_name)
+
+    def pipeline(self, pipeline_id: str) -> dict[str, Any]:
+        return self.api.pipeline(self.caller, pipeline_id)
+
+    def pipelines(self) -> list[dict[str, Any]]:
+        return self.api.pipelines(self.caller)
+
+    def cancel_pipeline(self, pipeline_id: str) -> dict[str, Any]:
+        return self.api.cancel_pipeline(self.caller, pipeline_id)
+
+    def rerun_pipeline(self, pipeline_id: str, from_step: str | None = None) -> dict[str, Any]:
+        return self.api.rerun_pipeline(self.caller, pipeline_id, from_step)
+
     # ---- schedules ------------------------------------------------------------------------------
     def create_schedule(self, request: dict[str, Any], owner: str | None = None) -> ScheduleRecord:
         return self.api.create_schedule(self._as(owner), request, base=Path.cwd())

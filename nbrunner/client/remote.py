@@ -313,9 +313,41 @@ class RemoteBackend:
     def cancel_sweep(self, sweep_id: str) -> SweepState:
         return SweepState.from_dict(self._call("DELETE", f"sweeps/{_id(sweep_id, 'sweep')}"))
 
+    # ---- pipelines ------------------------------------------------------------------------------
+    def create_pipeline(self, source: Any, base: Path, parameters: dict[str, Any] | None = None,
+                        default_name: str = "pipeline") -> dict[str, Any]:
+        """The pipeline file as JSON, each step's notebook (relative to ``base``) sent as content."""
+        from ..core.pipelines.spec import read_pipeline
+
+        data = dict(read_pipeline(source))
+        data.setdefault("name", default_name)
+        steps = data.get("steps")
+        if isinstance(steps, dict):
+            data["steps"] = {name: _with_content(step, base) for name, step in steps.items()}
+        if parameters:
+            data["parameters"] = parameters
+        return self._call("POST", "pipelines", data)
+
+    def pipeline(self, pipeline_id: str) -> dict[str, Any]:
+        return self._call("GET", f"pipelines/{_id(pipeline_id, 'pipeline')}")
+
+    def pipelines(self) -> list[dict[str, Any]]:
+        return self._call("GET", "pipelines")["pipelines"]
+
+    def cancel_pipeline(self, pipeline_id: str) -> dict[str, Any]:
+        return self._call("DELETE", f"pipelines/{_id(pipeline_id, 'pipeline')}")
+
+    def rerun_pipeline(self, pipeline_id: str, from_step: str | None = None) -> dict[str, Any]:
+        body = {} if from_step is None else {"from": from_step}
+        return self._call("POST", f"pipelines/{_id(pipeline_id, 'pipeline')}/rerun", body)
+
     # ---- schedules ------------------------------------------------------------------------------
     def create_schedule(self, request: dict[str, Any], owner: str | None = None) -> ScheduleRecord:
         _no_owner(owner)
+        if "pipeline" in request:  # each step's notebook goes as content
+            steps = request["pipeline"].get("steps") or {}
+            pipeline = {**request["pipeline"], "steps": {k: _with_content(v, Path.cwd()) for k, v in steps.items()}}
+            return _schedule(self._call("POST", "schedules", {**request, "pipeline": pipeline}))
         name, text = notebook_content(request["notebook"])
         return _schedule(self._call("POST", "schedules", {**request, "notebook": name, "content": text}))
 
@@ -427,6 +459,21 @@ class ServiceJobChanges:
             elif event == "reload":
                 self.changes.put({"reload": True})
             event, data, event_id = "message", [], None
+
+
+def _with_content(step: Any, base: Path) -> Any:
+    """A pipeline step with its notebook (relative to ``base``) read and sent as ``content``."""
+    if not isinstance(step, dict):
+        return step
+    sweep = step.get("sweep")
+    holder = dict(sweep) if isinstance(sweep, dict) else dict(step)
+    notebook = holder.get("notebook")
+    if not isinstance(notebook, str) or not notebook.strip():
+        return step
+    path = Path(notebook).expanduser()
+    name, text = notebook_content(path if path.is_absolute() else base / path)
+    holder["notebook"] = name
+    return {**step, "sweep": holder, "content": text} if isinstance(sweep, dict) else {**holder, "content": text}
 
 
 def _no_owner(owner: str | None, groups: Sequence[str] = ()) -> None:

@@ -22,6 +22,7 @@ from ..core.models import STATUSES, JobRecord
 from ..core.store import JobStore, reachable
 from . import grants, submit
 from .job_files import read_log, read_metrics, read_output_text
+from .pipeline_api import PipelineOperations
 from .registration import live_capacity
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 ORDERS = ("newest", "oldest")  # the orders of GET /jobs, by creation time
 
 
-class ClusterAPI:
+class ClusterAPI(PipelineOperations):
     """The operations of one cluster (see the module docstring).  The store connects on first
     use: a server may start before its cluster does (NoCluster until then)."""
 

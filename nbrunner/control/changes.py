@@ -15,10 +15,11 @@ from typing import Any, Callable
 
 import msgspec
 
-from ..core.changes import CLUSTER, JOB, SCHEDULE, SWEEP, Change, Order, Plan, build, plan, replay_from
+from ..core.changes import CLUSTER, JOB, PIPELINE, SCHEDULE, SWEEP, Change, Order, Plan, build, plan, replay_from
 from ..core.config import EVENTS_MAX_BLOCK_S, EVENTS_MAXLEN, EVENTS_READ_BATCH, PUSH_REPLAY_MAX
 from ..core.keys import EVENTS, job_key, schedule_key
 from ..core.store import JobStore
+from .pipelines import pipeline_key
 from .sweeps import sweep_key
 
 
@@ -39,6 +40,16 @@ def sweep_summary(raw: str) -> tuple[str, dict[str, Any]] | None:
     return rec.owner, {"id": rec.id, "name": rec.name, "notebook": rec.notebook, "status": rec.status,
                        "owner": rec.owner, "created_at": rec.created_at, "finished_at": rec.finished_at,
                        "trials": len(rec.trials)}
+
+
+def pipeline_public(raw: str) -> tuple[str, dict[str, Any]] | None:
+    from ..core.pipelines.record import PipelineRecord
+
+    try:
+        rec = PipelineRecord.from_json(raw)
+    except (msgspec.DecodeError, ValueError):
+        return None
+    return rec.owner, rec.to_dict()
 
 
 def schedule_public(raw: str) -> tuple[str, dict[str, Any]] | None:
@@ -105,7 +116,8 @@ class ChangeFeed:
         keys = list(p.objects)
         if not keys:
             return {}
-        names = {JOB: job_key, SWEEP: sweep_key, SCHEDULE: schedule_key}
+        names = {JOB: job_key, SWEEP: sweep_key, SCHEDULE: schedule_key, PIPELINE: pipeline_key}
+        readers = {SWEEP: sweep_summary, SCHEDULE: schedule_public, PIPELINE: pipeline_public}
         raws = self.r.mget([names[kind](key) for kind, key in keys])
         out: dict[tuple[str, str], tuple[str, dict[str, Any]] | None] = {}
         for (kind, key), raw in zip(keys, raws):
@@ -115,7 +127,7 @@ class ChangeFeed:
                 rec = self.store.load(key, raw)
                 out[(kind, key)] = (rec.owner, rec.to_dict())
             else:
-                out[(kind, key)] = (sweep_summary if kind == SWEEP else schedule_public)(raw)
+                out[(kind, key)] = readers[kind](raw)
         return out
 
     def _owners(self, cluster: dict[str, Any]) -> dict[str, str]:

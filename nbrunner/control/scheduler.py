@@ -48,6 +48,7 @@ from .actions import advance, carry_out
 from .job_access import revoke_access, runs_as_owner
 from .retention import Retention
 from .queues import queue, rq_connection, rq_job_id
+from .pipelines import advance_pipelines
 from .registration import Capacity, live_capacity
 from .schedules import fire_due
 from .sweeps import advance_sweeps
@@ -236,6 +237,7 @@ class Scheduler:
         held = grants.holdings(self.r)
         self.recover(jobs, cap, held)
         advance_sweeps(self.store, self.settings)  # trials are submitted as earlier ones finish
+        advance_pipelines(self.store, self.settings)  # a step is submitted once the steps it needs completed
         _, self._next_fire = fire_due(self.store, self.settings)  # scheduled runs whose time has come
         jobs = self.active_jobs()
         held = grants.holdings(self.r)

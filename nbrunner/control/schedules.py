@@ -88,9 +88,17 @@ def create_schedule(store: JobStore, settings: Settings, request: dict[str, Any]
         InvalidRequest: a bad field, a notebook that cannot run; nothing is stored."""
     if isinstance(request, dict) and "paused" in request:
         raise InvalidRequest("unknown field 'paused' (pause a schedule after creating it)")
+    pipeline = None
+    if isinstance(request, dict) and "pipeline" in request:  # a schedule of a pipeline
+        from . import pipeline_schedules
+
+        pipeline_schedules.check_request(request)
+        pipeline = pipeline_schedules.prepare(settings, request["pipeline"], base)
+        request = {**{k: v for k, v in request.items() if k != "pipeline"}, "notebook": f"pipeline {pipeline[0]}"}
+        request.setdefault("name", pipeline[0])
     request, content = submit.split_content(request)
     spec = ScheduleSpec.parse(request)
-    notebook, snapshot = _check_notebook(settings, spec.notebook, base, content)
+    notebook, snapshot = (spec.notebook, None) if pipeline else _check_notebook(settings, spec.notebook, base, content)
     now = _now()
     for _ in range(10):
         rec = ScheduleRecord(
@@ -99,10 +107,14 @@ def create_schedule(store: JobStore, settings: Settings, request: dict[str, Any]
             overlap=spec.overlap, created_at=iso(now), owner=owner or getpass.getuser(), groups=list(groups),
             min_gpus=spec.min_gpus, max_gpus=spec.max_gpus, priority=spec.priority, timeout=spec.timeout,
             next_run_at=iso(next_fire(spec, now, anchor=now if spec.every else None)),
-            from_content=snapshot is not None,
+            from_content=snapshot is not None, pipeline=pipeline[0] if pipeline else None,
         )
         if store.r.exists(schedule_key(rec.id)):
             continue
+        if pipeline:
+            from .pipeline_schedules import keep
+
+            keep(settings, rec.id, pipeline[1])
         if snapshot is not None:  # before the record: a run may be due at once
             _write_snapshot(settings, rec.id, snapshot)
         if store.r.set(schedule_key(rec.id), rec.model_dump_json(), nx=True):
@@ -193,6 +205,8 @@ def update_schedule(store: JobStore, settings: Settings, schedule_id: str, chang
         changes["cron"] = None
     snapshot = None
     if "notebook" in changes:
+        if get_schedule(store, schedule_id).pipeline:
+            raise InvalidRequest("a schedule of a pipeline has no notebook to change")
         if not isinstance(changes["notebook"], str):
             raise InvalidRequest("notebook must be a path")
         changes["notebook"], snapshot = _check_notebook(settings, changes["notebook"], base, content)
@@ -266,6 +280,10 @@ def _claim(store: JobStore, rec: ScheduleRecord, now: datetime) -> ScheduleRecor
 def _previous_run_active(store: JobStore, rec: ScheduleRecord) -> bool:
     if not rec.last_job:
         return False
+    if rec.pipeline:
+        from .pipeline_schedules import run_active
+
+        return run_active(store, rec.last_job)
     job = store.find(rec.last_job)
     return job is not None and not job.finished
 
@@ -277,10 +295,15 @@ def _fire(store: JobStore, settings: Settings, rec: ScheduleRecord) -> str | Non
         log.info("schedule %s: %s", rec.id, error)
     else:
         try:
-            request = {**rec.spec().job_request(), "schedule": rec.id, "name": rec.name}
-            if rec.from_content:
-                request["content"] = _snapshot_text(settings, rec)
-            job_id, error = submit.submit(store, settings, request, owner=rec.owner, groups=rec.groups).id, None
+            if rec.pipeline:
+                from .pipeline_schedules import fire
+
+                job_id, error = fire(store, settings, rec.id, rec.owner, rec.groups), None
+            else:
+                request = {**rec.spec().job_request(), "schedule": rec.id, "name": rec.name}
+                if rec.from_content:
+                    request["content"] = _snapshot_text(settings, rec)
+                job_id, error = submit.submit(store, settings, request, owner=rec.owner, groups=rec.groups).id, None
         except NbrunnerError as exc:  # the notebook was removed or broken since: say why, keep the schedule
             job_id, error = None, one_line(exc)
             log.warning("schedule %s: no run: %s", rec.id, error)

@@ -300,6 +300,8 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Check
             report_mode=req.report_mode,
             retries=retries(req),
             elastic=checked.elastic,
+            pipeline=req.pipeline,
+            step=req.step,
         ))
         (job_dir / "job.json").write_text(json.dumps(record.to_dict(), indent=1))
         if store.create(record) is None:

@@ -2,8 +2,8 @@
 and where a subscriber that reconnects resumes.
 
 Every change of a job, sweep or schedule record appends an entry to the Redis stream
-``nbrunner:events`` (:mod:`.keys`): its kind (``type``) and the object's id (``job``, ``sweep`` or
-``schedule``), plus ``owner`` when the record is gone (a deleted job or schedule).  A reader of
+``nbrunner:events`` (:mod:`.keys`): its kind (``type``) and the object's id (``job``, ``sweep``,
+``schedule`` or ``pipeline``), plus ``owner`` when the record is gone (a deleted job or schedule).  A reader of
 the stream (:mod:`nbrunner.control.changes`) turns a run of entries into :class:`Change` s:
 
 - one change per object, at the last entry that touched it, carrying the record as it is *now*
@@ -27,7 +27,8 @@ from typing import Any, Iterable, NamedTuple
 from .identity import Caller
 
 JOB, SWEEP, SCHEDULE, CLUSTER = "job", "sweep", "schedule", "cluster"
-OBJECT_FIELDS = (JOB, SWEEP, SCHEDULE)  # the entry field naming the object, which is also the change's kind
+PIPELINE = "pipeline"
+OBJECT_FIELDS = (JOB, SWEEP, SCHEDULE, PIPELINE)  # the entry field naming the object, which is also the change's kind
 # Entry kinds that move slots or workers: the cluster view changes.
 CLUSTER_KINDS = frozenset({"dispatched", "undispatched", "gpus", "released", "slots_freed", "requeued", "cancelled",
                            "quarantined", "deleted", "worker_joined", "worker_left", "scheduler"})

@@ -378,6 +378,14 @@ MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
 MAX_CONTENT_BODY = 2 * MAX_NOTEBOOK_BYTES
 #: Trials of one sweep.
 MAX_TRIALS = 1000
+#: Bytes of a pipeline file (YAML, or the JSON of ``POST /pipelines`` without the notebooks' content).
+MAX_PIPELINE_BYTES = 64 * 1024
+#: Steps of one pipeline.
+MAX_PIPELINE_STEPS = 100
+#: Seconds a pipeline's lock lives unless its holder releases it (a holder that died).
+PIPELINE_LOCK_TTL_S = 30.0
+#: Seconds a cancel or rerun of a pipeline waits for the pipeline's lock.
+PIPELINE_LOCK_WAIT_S = 10.0
 #: A schedule's ``every``, in seconds (a leap year).
 MAX_EVERY_S = 366 * 24 * 3600
 #: Characters of a schedule's ``cron``.

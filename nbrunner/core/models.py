@@ -69,7 +69,8 @@ PUBLIC_FIELDS = (
     "history",
 )
 # Bookkeeping fields that ``to_dict()`` (the REST and ``--json`` job) shows after the public ones.
-SHOWN_EXTRA = ("timeout", "kernel", "attempt", "worker", "queue_position", "groups", "account", "reclaimed")
+SHOWN_EXTRA = ("timeout", "kernel", "attempt", "worker", "queue_position", "groups", "account", "reclaimed",
+               "pipeline", "step")
 
 
 def utcnow() -> str:
@@ -226,6 +227,8 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     throughput: dict[str, float] = {}  # elastic: samples/s by learner count (goodput)
     pause_s: float | None = None  # elastic: the last resize's measured pause (goodput)
     efficiency: dict[str, float] = {}  # elastic, adaptive batch: statistical efficiency by learner count (goodput)
+    pipeline: str | None = None  # the pipeline this job is a step of
+    step: str | None = None  # and the step's name
 
     def __post_init__(self) -> None:
         if type(self.status) is not JobStatus:  # made in code with a plain string (decoding gives the enum)
@@ -293,6 +296,8 @@ class JobRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     sweep: str | None = None
     schedule: str | None = None  # the schedule this job is a run of
     retries: int | None = None
+    pipeline: str | None = None  # the pipeline this job is a step of (made by nbrunner.control.pipelines)
+    step: str | None = None
 
     def __post_init__(self) -> None:
         self.notebook = check_notebook(self.notebook)

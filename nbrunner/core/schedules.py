@@ -187,13 +187,15 @@ class ScheduleRecord(BaseModel):
     from_content: bool = False  # the notebook came with the request: every run runs its snapshot
     last_job: str | None = None  # the id of the latest run (overlap=skip looks at it)
     last_error: str | None = None  # why the latest fire time gave no run, if it did not
+    pipeline: str | None = None  # a schedule of a pipeline: its name (runs are pipelines, last_job the latest)
 
     def spec(self) -> ScheduleSpec:
         return ScheduleSpec.parse({k: getattr(self, k) for k in ScheduleSpec.model_fields})
 
     def to_dict(self) -> dict[str, Any]:
         d = self.model_dump()
-        return {**{k: d[k] for k in PUBLIC_FIELDS}, **{k: d[k] for k in ("groups", "last_job", "last_error")}}
+        return {**{k: d[k] for k in PUBLIC_FIELDS}, **{k: d[k] for k in ("groups", "last_job", "last_error",
+                                                                           "pipeline")}}
 
 
 def iso(moment: datetime) -> str:

@@ -8,7 +8,7 @@ the browser's own credentials.  The method, query, body and the service's status
 they are; the body is streamed chunk by chunk as it arrives (downloads, a stream of events).
 
 ``POST /jobs``, ``/sweeps``, ``/schedules`` (and a ``PATCH /schedules/{id}`` that changes the
-notebook) get the notebook's ``content``, read from the user's file under the server's root
+notebook) get the notebook's ``content`` (``POST /pipelines``: each step's, and a ``file`` is read here), read from the user's file under the server's root
 (paths outside it are refused, as without a service); ``notebook`` then names it relative to the
 root.  ``GET /notebook-parameters`` reads the user's file, so it is answered here
 (:class:`~.handlers.ParametersHandler`).  A service out of reach answers 503 with a one-line
@@ -29,6 +29,7 @@ from ..control.submit import resolve_notebook
 from ..core.config import FORWARD_CONNECT_TIMEOUT_S, FORWARD_REQUEST_TIMEOUT_S
 from ..core.notebooks import read_notebook_text
 from .handlers import API, BaseHandler, JupyterRoute, ParametersHandler
+from .pipeline_routes import pipeline_with_content
 
 log = logging.getLogger("nbrunner.forward")
 
@@ -38,7 +39,7 @@ REQUEST_HEADERS = ("Content-Type", "Accept", "Last-Event-ID", "Prefer")
 RESPONSE_HEADERS = ("Content-Type", "Content-Disposition", "Cache-Control", "X-Total-Count", "X-Accel-Buffering",
                     "Retry-After", "Location")
 # the requests whose notebook travels as content (method, path under the API)
-WITH_CONTENT = re.compile(r"(POST (jobs|sweeps|schedules)|PATCH schedules/[a-z0-9]{1,32})/?")
+WITH_CONTENT = re.compile(r"(POST (jobs|sweeps|schedules|pipelines)|PATCH schedules/[a-z0-9]{1,32})/?")
 MAX_CLIENTS = 64  # requests forwarded at once (streams of events last): more wait their turn
 
 
@@ -105,6 +106,8 @@ class ForwardHandler(BaseHandler, JupyterRoute):
         """The request body with ``content``: the text of the user's notebook that ``notebook``
         names under the server root (as without a service, a path outside it is refused)."""
         data = self.body()
+        if "steps" in data or "file" in data:
+            return json.dumps(pipeline_with_content(self, data)).encode("utf-8")
         if data.get("content") is not None or ("notebook" not in data and self.request.method == "PATCH"):
             return raw
         rel = self.relative_path(data.get("notebook"))

@@ -26,6 +26,7 @@ from ..core.identity import Caller, local_caller
 from ..core.limits import MAX_INT64, bad_input, loads_json
 from ..core.models import STATUSES
 from .request_counts import flush_requests, request_tally, route_label
+from .pipeline_routes import PipelineRerunRoute, PipelineRoute, PipelinesRoute
 
 API = r"/nbrunner/api"
 ID = r"(?P<job_id>[a-z0-9]{1,32})"
@@ -176,6 +177,9 @@ class JobsHandler(BaseHandler):
             raise InvalidRequest("unknown field 'sweep' (trials are created by POST /sweeps)")
         if "schedule" in data:
             raise InvalidRequest("unknown field 'schedule' (runs are created by POST /schedules)")
+        for key in ("pipeline", "step"):
+            if key in data:
+                raise InvalidRequest(f"unknown field {key!r} (steps are created by POST /pipelines)")
         if data.get("cwd") is not None:  # like the notebook: relative to the server root
             data["cwd"] = str(root / self.relative_path(data["cwd"], "cwd"))
         # concurrent submits share Redis's fsyncs
@@ -429,8 +433,9 @@ class SchedulesHandler(BaseHandler):
     @web.authenticated
     def post(self) -> None:
         data = self.body(content=True)
-        data["notebook"] = self.notebook_path(data)
-        self.reply(self.api.create_schedule(self.caller, data).to_dict(), 201)
+        if "pipeline" not in data:  # a schedule of a pipeline: its steps name their notebooks
+            data["notebook"] = self.notebook_path(data)
+        self.reply(self.api.create_schedule(self.caller, data, base=self.root).to_dict(), 201)
 
 
 class ScheduleHandler(BaseHandler):
@@ -558,6 +563,18 @@ class ModelServerHandler(BaseHandler):
         self.finish()
 
 
+class PipelinesHandler(PipelinesRoute, BaseHandler):
+    """``POST``/``GET /pipelines``."""
+
+
+class PipelineHandler(PipelineRoute, BaseHandler):
+    """``GET``/``DELETE /pipelines/{id}`` (404 if unknown or not the user's)."""
+
+
+class PipelineRerunHandler(PipelineRerunRoute, BaseHandler):
+    """``POST /pipelines/{id}/rerun``."""
+
+
 def routes(host: type = JupyterRoute, api: str = API) -> list[tuple[str, type]]:
     """The handlers of every route under ``api``, each route's mixin served by the tornado handler
     class ``host`` (the Jupyter extension's by default)."""
@@ -580,6 +597,9 @@ def routes(host: type = JupyterRoute, api: str = API) -> list[tuple[str, type]]:
         (rf"{API}/sweeps/(?P<sweep_id>[a-z0-9]{{1,32}})/?", SweepHandler),
         (rf"{API}/schedules/?", SchedulesHandler),
         (rf"{API}/schedules/(?P<schedule_id>[a-z0-9]{{1,32}})/?", ScheduleHandler),
+        (rf"{API}/pipelines/?", PipelinesHandler),
+        (rf"{API}/pipelines/(?P<pipeline_id>[a-z0-9]{{1,32}})/?", PipelineHandler),
+        (rf"{API}/pipelines/(?P<pipeline_id>[a-z0-9]{{1,32}})/rerun/?", PipelineRerunHandler),
         (rf"{API}/models/?", ModelsHandler),
         (rf"{API}/models/serving/?", ModelServingHandler),
         (rf"{API}/models/serving/(?P<name>[^/]+)/?", ModelServerHandler),

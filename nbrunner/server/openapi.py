@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.config import JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_FILTER, PAGE_SCAN_MAX
 from ..core.models import PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, STATUSES
+from . import openapi_pipelines
 
 
 
@@ -59,6 +60,7 @@ JOB = {
         "output": {"type": "string", "nullable": True}, "error": {"type": "string", "nullable": True},
         "progress": {"type": "number", "nullable": True}, "metrics": OBJ,
         "sweep": {"type": "string", "nullable": True},
+        "pipeline": {"type": "string", "nullable": True}, "step": {"type": "string", "nullable": True},
         "schedule": {"type": "string", "nullable": True, "description": "the schedule this job is a run of"},
         "history": {"type": "array", "description": "one entry per status change, oldest first",
                     "items": {"type": "object", "properties": {
@@ -371,11 +373,13 @@ DOCUMENT: dict[str, Any] = {
                             "server (the extension) or by JupyterHub (nbrunner service: 401 without credentials, "
                             "403 for refused ones); errors are JSON {\"message\": ...}."},
     "servers": [{"url": "/nbrunner/api"}],
-    "paths": PATHS,
+    "paths": {**PATHS, **openapi_pipelines.PATHS},
     "components": {"schemas": {
         "Job": JOB, "JobRequest": JOB_REQUEST, "Sweep": SWEEP, "Schedule": SCHEDULE,
         "ScheduleRequest": SCHEDULE_REQUEST, "ModelServer": MODEL_SERVER, "Accounts": ACCOUNTS,
-        "Usage": USAGE, "Error": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
+        "Usage": USAGE,
+        **openapi_pipelines.SCHEMAS,
+        "Error": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
     }},
 }
 

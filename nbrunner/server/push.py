@@ -15,7 +15,7 @@ What a subscriber receives (``text/event-stream``, one message per change; ids a
                            takes the caller for); a fresh subscription's id is the stream
                            position it starts from
     id: 1700000000000-3.0
-    event: job             {"job": record} or {"id", "deleted": true}; likewise sweep, schedule
+    event: job             {"job": record} or {"id", "deleted": true}; likewise sweep, schedule, pipeline
     event: cluster         {"cluster": the GET /cluster object}
     event: reload          the stream no longer holds what was missed: read everything again, once
     id: <position>         every PUSH_HEARTBEAT_S without a change, with a comment (": ping"): the

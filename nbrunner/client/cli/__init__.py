@@ -2,11 +2,13 @@
 
 One module per concern: :mod:`.app` (the Typer app and what commands share),
 :mod:`.job_commands`, :mod:`.cluster_commands`, :mod:`.sweep_commands` (sweeps, schedules,
-models), :mod:`.monitor_commands` (``metrics``, ``usage``), and :mod:`.fast` (:func:`main`, with its fast path for plain arguments).  The read
-commands (``jobs``, ``show``, ``logs``, ``cluster``, ``list``) answer about as fast as ``rq info``:
-they read records with msgspec and print plain text (no rich).
+models), :mod:`.monitor_commands` (``metrics``, ``usage``), :mod:`.pipeline_commands`, and
+:mod:`.fast` (:func:`main`, with its fast path for plain arguments).  The read commands (``jobs``,
+``show``, ``logs``, ``cluster``, ``list``) answer about as fast as ``rq info``: they read records
+with msgspec and print plain text (no rich).
 """
-from . import cluster_commands, job_commands, monitor_commands, sweep_commands  # noqa: F401  (they register their commands)
+# each module registers its commands
+from . import cluster_commands, job_commands, monitor_commands, pipeline_commands, sweep_commands  # noqa: F401
 from .app import app
 from .fast import main
 

@@ -1,0 +1,53 @@
+"""The shape of a record's life, shared by every kind of record: a pure ``transition(record, event)
+-> Transition(record, actions, event)`` that refuses what is illegal in the record's state.
+
+A kind of record (a job: :mod:`nbrunner.core.lifecycle`; a pipeline:
+:mod:`nbrunner.core.pipelines.lifecycle`; sweeps and schedules may follow) declares its events
+(frozen msgspec structs), its actions (the instructions other code carries out) and one handler
+per event type; :class:`Machine` dispatches an event to its handler.  Handlers return a
+:class:`Transition` and raise :class:`~nbrunner.core.lifecycle.Refused` (a Conflict) for an
+event that is not legal; they never do I/O and never read the clock (events carry their time).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Generic, TypeVar
+
+import msgspec
+
+R = TypeVar("R")
+
+
+class Transition(msgspec.Struct, Generic[R], frozen=True):
+    """The new record (None when it is removed), the actions to carry out, and the kind of the
+    event-stream entry to write ("": none)."""
+
+    record: R | None
+    actions: tuple[Any, ...] = ()
+    event: str = ""
+
+
+class Machine(Generic[R]):
+    """The transitions of one kind of record: ``machine(record, event)`` runs the handler
+    registered for ``type(event)``; an event of no registered type is a TypeError (a bug)."""
+
+    def __init__(self, kind: str, handlers: dict[type, Callable[[R, Any], Transition[R]]]):
+        self.kind = kind
+        self.handlers = dict(handlers)
+
+    @property
+    def events(self) -> tuple[type, ...]:
+        return tuple(self.handlers)
+
+    def __call__(self, record: R, event: Any) -> Transition[R]:
+        handler = self.handlers.get(type(event))
+        if handler is None:
+            raise TypeError(f"not a {self.kind} event: {event!r}")
+        return handler(record, event)
+
+
+def replace(record: R, **changes: Any) -> R:
+    """``record`` (a frozen msgspec struct) with ``changes``."""
+    return msgspec.structs.replace(record, **changes)
+
+
+__all__ = ["Machine", "Transition", "replace"]
