@@ -73,7 +73,6 @@ BOTH, FIXED, ADAPT = ("goodput", "goodput+adapt"), ("goodput",), ("goodput+adapt
 SENSITIVITY = {  # constant of nbrunner.core.goodput: (alternatives to its chosen value, the policies it acts on)
     "QUEUE_THRESHOLDS": (((8 * 3600.0,), (32 * 3600.0,)), BOTH),
     "HORIZON_S": ((75.0, 300.0), BOTH),
-    "HORIZON_FROM_SERVICE": ((False,), BOTH),
     "EFFICIENCY_FLOOR": ((0.75, 0.95), BOTH),
     "SHORT_EFFICIENCY_FLOOR": ((0.1, 0.4), FIXED),
     "SHORT_ADAPTIVE_FLOOR": ((0.05, 0.2), ADAPT),
@@ -113,18 +112,21 @@ class Runner:
 
     def __init__(self, gpus: int = 64, restart_pause: float = 30.0, interval: float = 60.0):
         self.settings = {"gpus": gpus, "restart_pause": restart_pause, "interval": interval}
-        digest = hashlib.sha1()
+        digest, base = hashlib.sha1(), hashlib.sha1()  # base: without the goodput policy's own module
         for src in SOURCES:
             digest.update((ROOT / src).read_bytes())
-        self.code = digest.hexdigest()
+            if src != "nbrunner/core/goodput.py":
+                base.update((ROOT / src).read_bytes())
+        self.code, self.base_code = digest.hexdigest(), base.hexdigest()
         self.cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}
         self.simulated = 0
 
     def metrics(self, jobs: list, policy: str) -> dict:
-        consts = {k: getattr(goodput_module, k) for k in SENSITIVITY if hasattr(goodput_module, k)}
+        ours = policy.startswith("goodput")  # the baselines do not read goodput's module or constants
+        consts = {k: getattr(goodput_module, k) for k in SENSITIVITY if hasattr(goodput_module, k)} if ours else {}
         rows = [(j.name, j.submit, j.app, j.replicas, j.batch) for j in jobs]
-        key = hashlib.sha1(json.dumps([rows, policy, self.settings, consts, self.code], default=str)
-                           .encode()).hexdigest()
+        code = self.code if ours else self.base_code
+        key = hashlib.sha1(json.dumps([rows, policy, self.settings, consts, code], default=str).encode()).hexdigest()
         if key not in self.cache:
             base = policy.removesuffix("+adapt")
             res = simulate(jobs, self.settings["gpus"], base, restart_pause=self.settings["restart_pause"],
@@ -241,6 +243,7 @@ def sensitivity(runner: Runner, test: dict[str, list], base: dict) -> str:
                 res = runner.run_set(test, policies)
             runner.save()
             lines.append(f"| {name} (chosen {_fmt(chosen)}) | {_fmt(v)} | {cells(res, policies)} |")
+            print(f"sensitivity: {lines[-1]}", file=sys.stderr, flush=True)  # progress of a long run
     return "\n".join(lines)
 
 
