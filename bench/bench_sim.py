@@ -26,7 +26,7 @@ Each run's metrics are cached in ``bench/results/sim_cache.json`` (not committed
 the workload's rows, the policy, the settings, the constants and a digest of the policy's
 and simulator's source, so unchanged runs are not simulated twice.
 
-Run: ``python bench/bench_sim.py [--sensitivity] [--test-seeds S1,S2,...] [--gpus 64]
+Run: ``python bench/bench_sim.py [--sensitivity [NAME,...]] [--test-seeds S1,S2,...] [--gpus 64]
 [--restart-pause 30] [--interval 60]``.
 """
 
@@ -42,6 +42,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import os
 import secrets
 import sys
 import time
@@ -74,9 +75,9 @@ SENSITIVITY = {  # constant of nbrunner.core.goodput: (alternatives to its chose
     "QUEUE_THRESHOLDS": (((8 * 3600.0,), (32 * 3600.0,)), BOTH),
     "HORIZON_S": ((75.0, 300.0), BOTH),
     "EFFICIENCY_FLOOR": ((0.75, 0.95), BOTH),
-    "SHORT_EFFICIENCY_FLOOR": ((0.1, 0.4), FIXED),
-    "SHORT_ADAPTIVE_FLOOR": ((0.05, 0.2), ADAPT),
-    "LONG_ADAPTIVE_FLOOR": ((0.3, 0.6), ADAPT),
+    "SHORT_EFFICIENCY_FLOOR": ((0.4,), FIXED),
+    "SHORT_ADAPTIVE_FLOOR": ((0.2,), ADAPT),
+    "LONG_ADAPTIVE_FLOOR": ((0.3,), ADAPT),
     "EXPLORE_FACTOR": ((4,), BOTH),
     "ADAPTIVE_START": ((2,), ADAPT),
 }
@@ -141,8 +142,14 @@ class Runner:
         return {(w, p): self.metrics(jobs, p) for w, jobs in workloads.items() for p in policies}
 
     def save(self) -> None:
+        """Write the cache, merged with what another run wrote meanwhile."""
         CACHE.parent.mkdir(parents=True, exist_ok=True)
-        CACHE.write_text(json.dumps(self.cache))
+        if CACHE.exists():
+            with contextlib.suppress(ValueError):
+                self.cache = {**json.loads(CACHE.read_text()), **self.cache}
+        tmp = CACHE.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self.cache))
+        tmp.replace(CACHE)
 
 
 @contextlib.contextmanager
@@ -217,7 +224,7 @@ def goal_rows(results: dict, names: list[str], label: str, judged: bool) -> list
     return rows
 
 
-def sensitivity(runner: Runner, test: dict[str, list], base: dict) -> str:
+def sensitivity(runner: Runner, test: dict[str, list], base: dict, only: list[str] | None = None) -> str:
     """Markdown table: the test set's goodput figures with each constant moved, against the chosen values
     (a policy the constant does not act on is shown as ``=``, not replayed)."""
     names = list(test)
@@ -235,7 +242,7 @@ def sensitivity(runner: Runner, test: dict[str, list], base: dict) -> str:
     lines = ["| constant | value | goodput: avg / tiresias, p99 / fairshare, makespan / fairshare | goodput+adapt: "
              "the same |", "|---|---|---|---|", f"| (chosen) | | {cells(base)} |"]
     for name, (values, policies) in SENSITIVITY.items():
-        if not hasattr(goodput_module, name):
+        if not hasattr(goodput_module, name) or (only and name not in only):
             continue
         chosen = getattr(goodput_module, name)
         for v in values:
@@ -254,7 +261,7 @@ def _fmt(v) -> str:
 
 
 def run(verbose: bool = True, gpus: int = 64, restart_pause: float = 30.0, interval: float = 60.0,
-        test_seeds: list[int] | None = None, with_sensitivity: bool = False) -> list[dict]:
+        test_seeds: list[int] | None = None, with_sensitivity: bool | list[str] = False) -> list[dict]:
     """Rows {benchmark, value, baseline, ratio, goal, ok}; prints the per-workload tables if verbose."""
     seeds = list(test_seeds) if test_seeds else fresh_test_seeds()
     if verbose:
@@ -292,7 +299,8 @@ def run(verbose: bool = True, gpus: int = 64, restart_pause: float = 30.0, inter
                  "value": elapsed, "baseline": 600.0, "ratio": elapsed / 600.0, "goal": "< 600 s",
                  "ok": elapsed < 600.0})
     if with_sensitivity:
-        table = sensitivity(runner, sets["test"], test)
+        only = with_sensitivity if isinstance(with_sensitivity, list) else None
+        table = sensitivity(runner, sets["test"], test, only)
         if verbose:
             print("Sensitivity (test set; ratios as above, one constant moved at a time)\n")
             print(table)
@@ -310,7 +318,9 @@ if __name__ == "__main__":
     ap.add_argument("--interval", type=float, default=60.0)
     ap.add_argument("--test-seeds", help="comma-separated seeds for the test set's generated workloads "
                     f"({TEST_SEEDS_PER_PROCESS * len(ARRIVALS)}: the arrival processes in turn)")
-    ap.add_argument("--sensitivity", action="store_true", help="also print the constants' sensitivity table")
+    ap.add_argument("--sensitivity", nargs="?", const="all", metavar="NAMES",
+                    help="also print the constants' sensitivity table (NAMES: only these constants, comma-separated)")
     a = ap.parse_args()
     seeds = [int(s) for s in a.test_seeds.split(",")] if a.test_seeds else None
-    print(format_rows(run(True, a.gpus, a.restart_pause, a.interval, seeds, a.sensitivity)))
+    sens = a.sensitivity == "all" or (a.sensitivity.split(",") if a.sensitivity else False)
+    print(format_rows(run(True, a.gpus, a.restart_pause, a.interval, seeds, sens)))
