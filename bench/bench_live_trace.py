@@ -29,7 +29,9 @@ JCT is from the job's arrival (its submission; for ``tiresias`` the trace's arri
 below both, ratio < 1), each schedule's makespan, and the machine's load.
 
 Run: ``python bench/bench_live_trace.py`` (``--quick``: 3 jobs, about 3 minutes in all;
-``--timelines``: print every job's measured throughput and GPU timeline under each schedule).
+``--timelines``: print every job's measured throughput and GPU timeline under each schedule;
+``--adaptive-batch``: every job is ``ElasticTrainer(adaptive_batch=True)``, its global batch
+``BATCH`` per learner up to ``BATCH x SLOTS``, under all three schedules).
 """
 from __future__ import annotations
 
@@ -102,17 +104,19 @@ class StepCost(nn.Module):
 torch.manual_seed(0)
 model = nn.Linear(16, 4)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-history = ElasticTrainer(model, get_datasets, StepCost(FIXED, PER_SAMPLE, SYNC), optimizer).train(
+history = ElasticTrainer(model, get_datasets, StepCost(FIXED, PER_SAMPLE, SYNC), optimizer, adaptive_batch=ADAPTIVE,
+                         max_batch=MAX_BATCH if ADAPTIVE else None).train(
     epochs=EPOCHS, effective_batch_size=BATCH, max_gpus=MAX_GPUS, min_gpus=MIN_GPUS, verbose=0,
     checkpoint_every=0, threads_per_learner=1)
 '''
-PARAMS = "EPOCHS = 1\nFIXED = 0.01\nPER_SAMPLE = 0.001\nSYNC = 0.0\nMAX_GPUS = 1\nMIN_GPUS = 1\nBATCH = 64\nN_TRAIN = 640"
+PARAMS = ("EPOCHS = 1\nFIXED = 0.01\nPER_SAMPLE = 0.001\nSYNC = 0.0\nMAX_GPUS = 1\nMIN_GPUS = 1\nBATCH = 64\n"
+          "N_TRAIN = 640\nADAPTIVE = False\nMAX_BATCH = 256")
 
 
-def job_parameters(kind: str, epochs: int, lo: int, hi: int) -> dict:
+def job_parameters(kind: str, epochs: int, lo: int, hi: int, adaptive: bool = False) -> dict:
     fixed, per_sample, sync = KINDS[kind]
     return {"EPOCHS": epochs, "FIXED": fixed, "PER_SAMPLE": per_sample, "SYNC": sync, "MIN_GPUS": lo, "MAX_GPUS": hi,
-            "BATCH": BATCH, "N_TRAIN": N_TRAIN}
+            "BATCH": BATCH, "N_TRAIN": N_TRAIN, "ADAPTIVE": adaptive, "MAX_BATCH": BATCH * SLOTS}
 
 
 def _finished_at(job) -> float | None:
@@ -126,7 +130,8 @@ def _finished_at(job) -> float | None:
     return None
 
 
-def run_schedule(schedule: str, trace: list, ws: Path, show: bool = False) -> dict[str, float]:
+def run_schedule(schedule: str, trace: list, ws: Path, show: bool = False, adaptive: bool = False
+                 ) -> dict[str, float]:
     """JCT (s) of every job of ``trace`` under ``schedule``, ``"makespan"`` and ``"slots held"`` (the
     mean fraction of the slots held); ``show``: print each job's throughput and GPU timeline."""
     import nbrunner
@@ -148,8 +153,8 @@ def run_schedule(schedule: str, trace: list, ws: Path, show: bool = False) -> di
                 lo, hi = (req, req) if schedule == "tiresias" else (1, SLOTS)
                 if schedule == "tiresias" and req > free:
                     continue
-                job = cluster.submit("train.ipynb", job_parameters(kind, epochs, lo, hi), name=name, min_gpus=lo,
-                                     max_gpus=hi)
+                job = cluster.submit("train.ipynb", job_parameters(kind, epochs, lo, hi, adaptive), name=name,
+                                     min_gpus=lo, max_gpus=hi)
                 running[name] = (job, t0 + at, req)
                 free -= req
                 pending.remove(item)
@@ -177,7 +182,7 @@ def _show_timelines(schedule: str, cluster) -> None:
               f"GPUs {[(p['t'][14:19], p['gpus']) for p in job.timeline()]}", flush=True)
 
 
-def run(trace: list | None = None, show: bool = False) -> list[dict]:
+def run(trace: list | None = None, show: bool = False, adaptive: bool = False) -> list[dict]:
     from support import make_notebook
 
     trace = TRACE if trace is None else trace
@@ -185,7 +190,7 @@ def run(trace: list | None = None, show: bool = False) -> list[dict]:
     for schedule in SCHEDULES:  # each on a fresh cluster in a workspace of its own
         ws = Path(tempfile.mkdtemp(prefix="nbtrace", dir="/tmp"))
         make_notebook(ws / "train.ipynb", SETUP, parameters=PARAMS)
-        results[schedule] = run_schedule(schedule, trace, ws, show)
+        results[schedule] = run_schedule(schedule, trace, ws, show, adaptive)
         loads.append(os.getloadavg()[0])
         shutil.rmtree(ws, ignore_errors=True)
     names = [name for _, name, *_ in trace]
@@ -193,7 +198,7 @@ def run(trace: list | None = None, show: bool = False) -> list[dict]:
     for name in names + ["makespan", "slots held"]:
         print(f"| {name} | " + " | ".join(f"{results[s][name]:.1f}" for s in SCHEDULES) + " |")
     avg = {s: statistics.mean(results[s][n] for n in names) for s in SCHEDULES}
-    load = f"load {statistics.mean(loads):.1f} on {os.cpu_count()} cores"
+    load = f"load {statistics.mean(loads):.1f} on {os.cpu_count()} cores" + (", batch-adapting jobs" if adaptive else "")
     rows = []
     for base in ("fairshare", "tiresias"):
         ratio = avg["goodput"] / avg[base]
@@ -214,5 +219,8 @@ if __name__ == "__main__":
     ap.add_argument("--quick", action="store_true", help="3 jobs, about 3 minutes in all")
     ap.add_argument("--timelines", action="store_true",
                     help="print every job's measured throughput and GPU timeline under each schedule")
+    ap.add_argument("--adaptive-batch", action="store_true",
+                    help="every job is ElasticTrainer(adaptive_batch=True): its global batch grows with its learners "
+                         "(BATCH per learner, up to BATCH x SLOTS); static sizing runs them at their requested size")
     args = ap.parse_args()
-    print(format_table(run(QUICK if args.quick else TRACE, args.timelines)))
+    print(format_table(run(QUICK if args.quick else TRACE, args.timelines, args.adaptive_batch)))

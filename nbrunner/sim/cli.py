@@ -13,7 +13,7 @@ import numpy as np
 from nbrunner.core.accounts import read_accounts
 
 from .engine import POLICIES, SimResult, simulate
-from .workload import generate_workload, load_workload, resolve_workload, write_workload
+from .workload import ARRIVALS, generate_workload, load_workload, resolve_workload, write_workload
 
 __all__ = ["main"]
 
@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("workload", nargs="?", help="workload CSV, or a shipped workload's name (workload-1..8)")
     ap.add_argument("--generate", type=int, metavar="SEED", help="replay a workload generated with this seed")
     ap.add_argument("--jobs", type=int, default=160, help="jobs of a generated workload (default 160)")
+    ap.add_argument("--arrivals", choices=ARRIVALS, default="pollux",
+                    help="arrival process of a generated workload (default pollux: the shipped hourly mix)")
     ap.add_argument("--save", metavar="CSV", help="also write the generated workload to this CSV")
     ap.add_argument("--gpus", type=int, default=64, help="cluster size (default 64)")
     ap.add_argument("--policy", choices=POLICIES, default="fairshare")
@@ -79,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--save writes a generated workload: give --generate SEED")
     try:
         if args.generate is not None:
-            workload = generate_workload(args.generate, args.jobs)
-            label = f"generated, seed {args.generate}, {args.jobs} jobs"
+            workload = generate_workload(args.generate, args.jobs, arrivals=args.arrivals)
+            label = f"generated, seed {args.generate}, {args.jobs} jobs, {args.arrivals} arrivals"
             if args.save:
                 write_workload(args.save, workload)
         else:

@@ -8,18 +8,26 @@ a static scheduler gives it; ``batch_size``: its global batch).
 workloads of the Pollux artifact, 160 jobs each over 8 hours) with a seed:
 
 * jobs: ``jobs`` of them (default 160);
-* arrival times: each job's hour of the window is drawn with the hourly
-  frequencies of the 1,280 shipped submissions (pooled; busier hours stay busier),
-  then its second uniformly within that hour; the window is ``duration_s``
-  (default 8 hours, the shipped workloads' window) split into 8 equal parts;
+* arrival times (``arrivals``), over a window of ``duration_s`` (default 8 hours,
+  the shipped workloads' window):
+
+  - ``"pollux"`` (default): each job's hour of the window is drawn with the hourly
+    frequencies of the 1,280 shipped submissions (pooled; busier hours stay
+    busier), then its second uniformly within that hour (the window split into 8
+    equal parts);
+  - ``"uniform"``: every job's time uniformly over the window;
+  - ``"bursty"``: :data:`BURSTS` bursts start at times drawn uniformly over the
+    window, each lasting a 48th of it (10 minutes of 8 hours); every job joins
+    one burst, drawn uniformly, at a uniform time within it (so most of the window
+    is quiet and a burst brings 20-30 jobs at once);
 * application, replicas and batch size: drawn together, as one shipped row chosen
   uniformly among the 1,280 (so each ``(application, num_replicas, batch_size)``
   keeps its frequency: about 39% ncf, 39% cifar10, 9% deepspeech2, 7% bert,
   5% yolov3, 2% imagenet);
 * names: ``<application>-<index>`` in arrival order.
 
-Every draw comes from one ``numpy.random.default_rng(seed)``, so a seed always
-gives the same workload.
+Every draw comes from one ``numpy.random.default_rng(seed)``, so a seed and an
+arrival process always give the same workload.
 """
 
 from __future__ import annotations
@@ -33,13 +41,17 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["Job", "load_workload", "write_workload", "generate_workload", "resolve_workload", "bundled_workloads",
-           "DATA_DIR", "TRACES_DIR", "WORKLOADS_DIR"]
+           "DATA_DIR", "TRACES_DIR", "WORKLOADS_DIR", "ARRIVALS", "BURSTS"]
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "pollux"
 TRACES_DIR = DATA_DIR / "traces"
 WORKLOADS_DIR = DATA_DIR / "workloads"
 WINDOW_PARTS = 8  # the shipped workloads' 8 hours, one part an hour
 SOURCE_WINDOW_S = 8 * 3600.0
+ARRIVALS = ("pollux", "uniform", "bursty")
+"""Arrival processes of :func:`generate_workload`."""
+BURSTS = 6
+"""Bursts of a ``bursty`` workload."""
 _COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 
 
@@ -140,16 +152,28 @@ def _source_mix() -> tuple[np.ndarray, list[tuple[str, int, int]]]:
     return freq, [(j.app, j.replicas, j.batch) for j in rows]
 
 
-def generate_workload(seed: int, jobs: int = 160, duration_s: float = SOURCE_WINDOW_S) -> list[Job]:
-    """A workload drawn from the shipped workloads' arrivals and job mix (see the module docstring)."""
+def generate_workload(seed: int, jobs: int = 160, duration_s: float = SOURCE_WINDOW_S,
+                      arrivals: str = "pollux") -> list[Job]:
+    """A workload drawn from the shipped workloads' job mix, arriving as ``arrivals`` says (see the module
+    docstring)."""
     if jobs < 0:
         raise ValueError(f"jobs must be >= 0, got {jobs}")
     if not duration_s > 0:
         raise ValueError(f"duration_s must be > 0, got {duration_s}")
+    if arrivals not in ARRIVALS:
+        raise ValueError(f"unknown arrival process {arrivals!r}; expected one of {', '.join(ARRIVALS)}")
     freq, mix = _source_mix()
     rng = np.random.default_rng(seed)
-    part = rng.choice(WINDOW_PARTS, size=jobs, p=freq)
-    times = np.sort((part + rng.random(jobs)) * duration_s / WINDOW_PARTS)
+    if arrivals == "pollux":
+        part = rng.choice(WINDOW_PARTS, size=jobs, p=freq)
+        times = (part + rng.random(jobs)) * duration_s / WINDOW_PARTS
+    elif arrivals == "uniform":
+        times = rng.random(jobs) * duration_s
+    else:
+        width = duration_s / 48
+        starts = rng.random(BURSTS) * (duration_s - width)
+        times = starts[rng.integers(0, BURSTS, size=jobs)] + rng.random(jobs) * width
+    times = np.sort(times)
     picks = rng.integers(0, len(mix), size=jobs)
     out = []
     for i, (t, k) in enumerate(zip(times.tolist(), picks.tolist())):

@@ -111,3 +111,33 @@ def test_module_runs_a_shipped_workload_by_name(monkeypatch, capsys):
         runpy.run_module("nbrunner.sim", run_name="__main__", alter_sys=False)
     assert exit_.value.code == 0
     assert "avg JCT" in capsys.readouterr().out
+
+
+def test_generated_arrival_processes():
+    """uniform spreads the jobs over the window; bursty packs them into BURSTS short bursts; the default is
+    Pollux's (the same workload as without the argument); an unknown process is refused."""
+    from nbrunner.sim.workload import ARRIVALS, BURSTS
+
+    assert ARRIVALS == ("pollux", "uniform", "bursty")
+    assert [j.submit for j in generate_workload(4, arrivals="pollux")] == [j.submit for j in generate_workload(4)]
+    window = 8 * 3600
+    uni = np.array([j.submit for j in generate_workload(4, jobs=8000, arrivals="uniform")])
+    assert np.bincount((uni // 3600).astype(int), minlength=8)[:8] / len(uni) == pytest.approx([1 / 8] * 8, abs=0.02)
+    burst = generate_workload(4, jobs=400, arrivals="bursty")
+    times = np.array([j.submit for j in burst])
+    assert times.min() >= 0 and times.max() <= window and list(times) == sorted(times)
+    # Every job is within a 48th of the window after some burst's start: at most BURSTS clusters of arrivals.
+    gaps = np.diff(times)
+    assert int((gaps > window / 48).sum()) <= BURSTS - 1
+    assert len({(j.app, j.replicas, j.batch) for j in burst}) > 5
+    assert [j.submit for j in generate_workload(4, arrivals="bursty")] == \
+        [j.submit for j in generate_workload(4, arrivals="bursty")]
+    with pytest.raises(ValueError, match="arrival process"):
+        generate_workload(4, arrivals="poisson")
+
+
+def test_cli_generates_with_another_arrival_process(tmp_path, capsys):
+    out = tmp_path / "b.csv"
+    assert main(["--generate", "6", "--jobs", "12", "--arrivals", "bursty", "--save", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["avg_jct_s"] > 0
+    assert [j.submit for j in load_workload(out)] == [j.submit for j in generate_workload(6, 12, arrivals="bursty")]
