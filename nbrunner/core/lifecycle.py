@@ -197,10 +197,11 @@ class SetPriority(Event, frozen=True):
 
 
 class Position(Event, frozen=True):
-    """The job's place in the queue (None: not queued behind anyone)."""
+    """The job's place in the queue (None: behind nobody) and ``outlook`` (see ``JobRecord.outlook_changes``)."""
 
-    name = "position"
+    name = "waiting"
     position: int | None
+    outlook: dict[str, Any] | None = None
 
 
 class SlotsHeld(Event, frozen=True):
@@ -357,7 +358,7 @@ def _dispatch(rec: JobRecord, e: Dispatch) -> Transition:
     if rec.phase is not WAITING or rec.cancel_requested:
         raise Refused(f"job {rec.id} is not waiting to be dispatched ({rec.status}, {rec.phase})")
     new = _with(rec, attempt=rec.attempt + 1, phase=DISPATCHED, training_over=False, host=e.host,
-                queue_position=None)
+                queue_position=None, waiting=None, expected_start=None)
     timeout = -1 if not new.timeout else int(min(new.timeout, MAX_TIMEOUT_S) + e.timeout_grace_s)
     return Transition(new, (WriteGrant(slots=e.slots), SyncSlots(), Enqueue(attempt=new.attempt, host=e.host,
                                                                             timeout_s=timeout)), e.name)
@@ -410,7 +411,7 @@ def _throughput(rec: JobRecord, metrics: dict[str, Any]) -> dict[str, Any]:
 
 def _end(rec: JobRecord, status: JobStatus, error: str | None, at: str, event: str) -> Transition:
     """A running job ended by itself: its worker confirms the release later."""
-    changes: dict[str, Any] = {"status": status, "error": error, "finished_at": at, "phase": STOPPING}
+    changes: dict[str, Any] = {"status": status, "error": error, "finished_at": at, "phase": STOPPING, "expected_end": None}
     if status is COMPLETED:
         changes["progress"] = 1.0
     return Transition(_with(rec, **changes), (RenderHtml(),), event)
@@ -544,9 +545,9 @@ def _priority(rec: JobRecord, e: SetPriority) -> Transition:
 
 
 def _position(rec: JobRecord, e: Position) -> Transition:
-    if rec.status is not QUEUED:
+    if (changes := rec.outlook_changes(e.position, e.outlook)) is None:
         raise Refused(f"job {rec.id} is not queued")
-    return Transition(_with(rec, queue_position=e.position))
+    return Transition(_with(rec, **changes), (), e.name if set(changes) - {"queue_position"} else "")
 
 
 def _slots_held(rec: JobRecord, e: SlotsHeld) -> Transition:
