@@ -455,7 +455,7 @@ def _requeue(rec: JobRecord, why: str, event: str, at: str) -> Transition:
     entry of the return to the queue says ``why`` (``reason``).  A retry (lost worker, killed
     kernel) counts against ``retries``; a preemption does not."""
     gone, free = _slots_freed(rec, "requeued")
-    count = {"preempted": rec.preempted + 1} if rec.phase is PREEMPTING else {"lost": rec.lost + 1}
+    count = {"preempted": rec.preempted + 1, "reclaimed": why} if rec.phase is PREEMPTING else {"lost": rec.lost + 1}
     new = _with(rec, status=QUEUED, phase=WAITING, worker=None, error=None, progress=None, finished_at=None,
                 at=at, **count, **gone)
     new = msgspec.structs.replace(new, history=[*new.history[:-1], {**new.history[-1], "reason": why}])
@@ -475,7 +475,7 @@ def _release(rec: JobRecord, e: ReleaseConfirmed) -> Transition:
     if rec.status is CANCELLED:
         raise Refused(f"job {rec.id} was cancelled: its worker confirms with Cancelled")
     if rec.phase is PREEMPTING:  # stopped to give its GPUs back: it waits again
-        return _requeue(rec, rec.reclaimed or "preempted", e.name, e.at)
+        return _requeue(rec, rec.preempt_reason or "preempted", e.name, e.at)
     if rec.status is RUNNING:  # the work horse died without recording the end
         return _ended(rec, {"status": FAILED, "error": HORSE_DIED, "finished_at": e.at}, "finished", e.name, True)
     if rec.status is FAILED and (rec.error or "").startswith(KERNEL_KILLED) and rec.lost < rec.retries:
@@ -497,7 +497,7 @@ def _lost(rec: JobRecord, e: WorkerLost) -> Transition:
     if rec.status is not RUNNING:
         raise Refused(f"job {rec.id} is {rec.status}")
     if rec.phase is PREEMPTING:  # it was being stopped anyway
-        return _requeue(rec, rec.reclaimed or "preempted", e.name, e.at)
+        return _requeue(rec, rec.preempt_reason or "preempted", e.name, e.at)
     if rec.lost < rec.retries:
         return _requeue(rec, WORKER_LOST, e.name, e.at)
     failed = _ended(rec, {"status": FAILED, "error": WORKER_LOST, "finished_at": e.at}, WORKER_LOST, e.name, True)
@@ -517,7 +517,7 @@ def _preempt(rec: JobRecord, e: Preempt) -> Transition:
     _same_attempt(rec, e.attempt, RUNNING)
     if rec.phase is not STARTED:
         raise Refused(f"job {rec.id} is already being stopped")
-    return Transition(_with(rec, phase=PREEMPTING, reclaimed=e.reason), (StopRun(attempt=rec.attempt),), e.name)
+    return Transition(_with(rec, phase=PREEMPTING, preempt_reason=e.reason), (StopRun(attempt=rec.attempt),), e.name)
 
 
 def _shrunk(rec: JobRecord, e: Shrunk) -> Transition:

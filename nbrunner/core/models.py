@@ -228,6 +228,7 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     queue_position: int | None = None
     account: str | None = None  # the path of its account, with an accounts tree
     reclaimed: str | None = None  # why its GPUs were last taken back ("reclaimed by account vision")
+    preempt_reason: str | None = None  # why it is being stopped to be re-queued (reclaimed once it is)
     waiting: dict[str, str] | None = None  # why it waits, {"code", "message"} (nbrunner.core.waiting), or None
     expected_start: str | None = None  # queued: when it should start (nbrunner.core.outlook), ISO 8601 UTC
     expected_end: str | None = None  # when it should end, ISO 8601 UTC
