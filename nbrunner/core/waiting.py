@@ -71,32 +71,36 @@ def flat_reasons(total: int, ids: list, items: list[dict], m: np.ndarray, M: np.
                  order: np.ndarray, cut: int, alloc: np.ndarray, hosts: Sequence[int] | None = None
                  ) -> dict[Any, dict]:
     """Reasons of the flat policy's waiting jobs: ``order`` is the admission walk, ``cut`` the
-    first job whose minimum did not fit (``len(order)`` if every one did)."""
+    first job whose minimum did not fit (``len(order)`` if every one did).  Jobs with the same
+    reason share one dict (do not change it)."""
     waiting = left_waiting(m, M, running, alloc)
     if len(waiting) == 0:
         return {}
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
-    mins_before = np.cumsum(np.minimum(m[order], total + 1)) - np.minimum(m[order], total + 1)
+    ahead = int(np.minimum(m[order[:cut]], total + 1).sum())  # what the jobs before the cut need
+    behind = None  # the reason of every job behind the cut that could fit
+    if cut < len(order):
+        b = int(order[cut])
+        bneed = _gpus(int(m[b]))
+        what = (f"which needs {bneed}; the live workers have {total}" if _cluster_reason(total, hosts, int(m[b]),
+                _gang(items, b)) else f"which needs {bneed}; {ahead} of the {total} go to the {_jobs(cut)} ahead of it")
+        behind = reason("gpus_busy", f"behind job {ids[b]}, {what}")
     out: dict[Any, dict] = {}
-    blocker = int(order[cut]) if cut < len(order) else None
-    for i in waiting.tolist():
-        need = int(m[i])
-        why = _cluster_reason(total, hosts, need, _gang(items, i))
+    seen: dict[tuple, dict | None] = {}
+    for i, r in zip(waiting.tolist(), rank[waiting].tolist()):
+        need, gang = int(m[i]), _gang(items, i)
+        key = (need, gang)
+        if key not in seen:
+            seen[key] = _cluster_reason(total, hosts, need, gang)
+        why = seen[key]
         if why is None:
-            r = int(rank[i])
             if r < cut:  # admitted, but the split left it nothing
                 why = reason("gpus_busy", f"gets none of the {total} GPUs: the {_jobs(r)} ahead of it share them")
             elif r == cut:
-                ahead = int(mins_before[r])
                 why = reason("gpus_busy", f"needs {_gpus(need)}; {ahead} of the {total} go to the {_jobs(r)} ahead of it")
             else:
-                b = blocker
-                bwhy = _cluster_reason(total, hosts, int(m[b]), _gang(items, b))
-                what = (f"which needs {_gpus(int(m[b]))}; the live workers have {total}" if bwhy
-                        else f"which needs {_gpus(int(m[b]))}; {int(mins_before[cut])} of the {total} go to the "
-                             f"{_jobs(cut)} ahead of it")
-                why = reason("gpus_busy", f"behind job {ids[b]}, {what}")
+                why = behind
         out[ids[i]] = why
     return out
 
@@ -107,44 +111,53 @@ def account_reasons(total: int, ids: list, items: list[dict], m: np.ndarray, M: 
                     hosts: Sequence[int] | None = None) -> dict[Any, dict]:
     """Reasons of the waiting jobs under an accounts tree.  Per job its user (``job_user``);
     per user the GPUs given (``user_used``), leaf account index and owner; per account (tree
-    order, ``parent`` -1 at the top) the account itself (``path``, ``limit``) and GPUs given."""
+    order, ``parent`` -1 at the top) the account itself (``path``, ``limit``) and GPUs given.
+    Jobs with the same reason share one dict (do not change it)."""
     waiting = left_waiting(m, M, running, alloc)
     out: dict[Any, dict] = {}
     given = int(user_used.sum())
+    serving = np.bincount(user_leaf[user_used > 0], minlength=len(accounts))  # users given GPUs, per leaf
+    seen: dict[tuple, dict] = {}
     for i in waiting.tolist():
-        need = int(m[i])
-        why = _cluster_reason(total, hosts, need, _gang(items, i))
-        u = int(job_user[i])
-        a = int(user_leaf[u])
-        while why is None and a >= 0:
-            acc = accounts[a]
-            held = int(acc_used[a])
-            if acc.limit is not None and acc.limit < total and held + need > acc.limit:  # (else the cluster binds)
-                if need > acc.limit:
-                    why = reason("account_limit", f"needs {_gpus(need)}; account {acc.path} has a limit of {acc.limit}")
-                elif held >= acc.limit:
-                    why = reason("account_limit", f"account {acc.path} holds its limit of {_gpus(acc.limit)}")
-                else:
-                    why = reason("account_limit", f"account {acc.path} holds {held} of its limit of "
-                                                  f"{_gpus(acc.limit)}; this job needs {need} more")
-            a = int(parent[a])
-        if why is None:
-            leaf = int(user_leaf[u])
-            mine = int(user_used[u])
-            others = given - mine
-            if others == 0:
-                why = reason("gpus_busy", f"needs {_gpus(need)}; the jobs ahead of it hold {mine} of the {total}")
-            else:
-                peers = [v for v in np.flatnonzero(user_leaf == leaf).tolist() if v != u and user_used[v] > 0]
-                path = accounts[leaf].path
-                if peers:
-                    why = reason("account_share", f"user {user_owner[u]} is at their share of account {path}: "
-                                                  f"{mine} of its {int(acc_used[leaf])} GPUs")
-                else:
-                    why = reason("account_share", f"account {path} is at its share: {int(acc_used[leaf])} of "
-                                                  f"{total} GPUs; other accounts hold {others}")
-        out[ids[i]] = why
+        key = (int(job_user[i]), int(m[i]), _gang(items, i))
+        if key not in seen:
+            seen[key] = _account_reason(total, hosts, key, user_used, user_leaf, user_owner, accounts, parent,
+                                        acc_used, given, serving)
+        out[ids[i]] = seen[key]
     return out
+
+
+def _account_reason(total: int, hosts: Sequence[int] | None, key: tuple, user_used: np.ndarray,
+                    user_leaf: np.ndarray, user_owner: list[str], accounts: list, parent: np.ndarray,
+                    acc_used: np.ndarray, given: int, serving: np.ndarray) -> dict:
+    """One reason under accounts: the cluster, else a limit on the way up, else the shares."""
+    u, need, gang = key
+    why = _cluster_reason(total, hosts, need, gang)
+    a = leaf = int(user_leaf[u])
+    while why is None and a >= 0:
+        acc = accounts[a]
+        held = int(acc_used[a])
+        if acc.limit is not None and acc.limit < total and held + need > acc.limit:  # (else the cluster binds)
+            if need > acc.limit:
+                why = reason("account_limit", f"needs {_gpus(need)}; account {acc.path} has a limit of {acc.limit}")
+            elif held >= acc.limit:
+                why = reason("account_limit", f"account {acc.path} holds its limit of {_gpus(acc.limit)}")
+            else:
+                why = reason("account_limit", f"account {acc.path} holds {held} of its limit of "
+                                              f"{_gpus(acc.limit)}; this job needs {need} more")
+        a = int(parent[a])
+    if why is not None:
+        return why
+    mine = int(user_used[u])
+    others = given - mine
+    if others == 0:
+        return reason("gpus_busy", f"needs {_gpus(need)}; the jobs ahead of it hold {mine} of the {total}")
+    path = accounts[leaf].path
+    if serving[leaf] - (mine > 0) > 0:  # other users of its account hold GPUs
+        return reason("account_share", f"user {user_owner[u]} is at their share of account {path}: "
+                                       f"{mine} of its {int(acc_used[leaf])} GPUs")
+    return reason("account_share", f"account {path} is at its share: {int(acc_used[leaf])} of "
+                                   f"{total} GPUs; other accounts hold {others}")
 
 
 def unplaced_reason(need: int, gang: bool, free: Sequence[tuple[str, int]], reclaiming_for: str | None = None
