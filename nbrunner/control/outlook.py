@@ -3,20 +3,24 @@
 The reasons come from the allocator (:func:`nbrunner.core.allocate.allocate_explained`, in the
 same pass as the shares) or, for a job it serves that the scheduler cannot place yet, from
 :func:`nbrunner.core.waiting.unplaced_reason`.  The expected starts and ends come from a
-replay of the queue (:func:`nbrunner.core.estimates.estimate`) run at most every
-``ESTIMATE_EVERY_S`` seconds, sooner when jobs come, start or go; queued jobs' durations are the
-wall times of their owner's last completed runs of the same notebook, kept per (owner,
-notebook) in Redis as jobs complete (:meth:`Outlooks.record_run`).  A record is written only
+replay of the queue (:func:`nbrunner.core.estimates.estimate`) started at most every
+``ESTIMATE_EVERY_S`` seconds, sooner when jobs come, start or go, in a thread of its own (a pass
+never waits for it: it writes the last replay's times; a long queue takes seconds to replay),
+over the first ``ESTIMATE_MAX_JOBS`` unfinished jobs (running ones, then by submission; the others
+get no estimate); queued jobs' durations are the wall times of their owner's last completed runs
+of the same notebook, kept per (owner, notebook) in Redis as jobs complete
+(:meth:`Outlooks.record_run`).  A record is written only
 when its outlook changed (a time by more than ``ESTIMATE_SLACK_S``), so a quiet queue writes
 nothing and pushes nothing.
 """
 from __future__ import annotations
 
+import threading
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from ..core.config import ESTIMATE_EVERY_S, ESTIMATE_RUNS, ESTIMATE_SLACK_S
+from ..core.config import ESTIMATE_EVERY_S, ESTIMATE_MAX_JOBS, ESTIMATE_RUNS, ESTIMATE_SLACK_S
 from ..core.estimates import estimate, median_duration, remaining_s
 from ..core.keys import runs_key
 from ..core.models import JobStatus, parse_time
@@ -53,7 +57,8 @@ class Outlooks:
         self.store, self.r = store, store.r
         self._at = -float("inf")
         self._seen: frozenset = frozenset()
-        self._times: dict[str, tuple[float | None, float | None]] = {}
+        self._times: dict[str, tuple[float | None, float | None]] = {}  # the last replay's
+        self._replay: threading.Thread | None = None
 
     def record_run(self, rec: JobRecord) -> None:
         """Keep the wall time of a completed job for the estimates of its owner's next runs."""
@@ -76,13 +81,27 @@ class Outlooks:
 
     def times(self, jobs: list[JobRecord], demands: list[dict], total: int, policy: str, tree: Any,
               now: float) -> dict[str, tuple[float | None, float | None]]:
-        """Expected (start, end) per job, replayed again when due."""
+        """Expected (start, end) per job from the last replay; a new one is started when due."""
         seen = frozenset((r.id, r.status, r.phase, len(r.slots)) for r in jobs)
-        if seen == self._seen and time.monotonic() - self._at < ESTIMATE_EVERY_S:
+        busy = self._replay is not None and self._replay.is_alive()
+        if busy or (seen == self._seen and time.monotonic() - self._at < ESTIMATE_EVERY_S):
             return self._times
-        typical = self.typical(jobs)
+        pairs = sorted(zip(jobs, demands), key=lambda p: (not started(p[0]), p[1]["submitted_at"], p[0].id))
+        rows = self.rows(pairs[:ESTIMATE_MAX_JOBS], now)
+        self._at, self._seen = time.monotonic(), seen
+        self._replay = threading.Thread(target=self._run, args=(now, total, policy, rows, tree),
+                                        name="nbrunner-estimates", daemon=True)
+        self._replay.start()
+        return self._times
+
+    def _run(self, now: float, total: int, policy: str, rows: list[dict], tree: Any) -> None:
+        self._times = estimate(now, total, policy, rows, tree)  # one assignment: a pass sees old or new
+
+    def rows(self, pairs: list[tuple[JobRecord, dict]], now: float) -> list[dict]:
+        """The replay's input: each job's demand with its remaining wall time and the GPUs it holds."""
+        typical = self.typical([rec for rec, _ in pairs])
         rows = []
-        for rec, d in zip(jobs, demands):
+        for rec, d in pairs:
             usual = typical.get((rec.owner, rec.notebook))
             if started(rec):
                 begun = _seconds(rec.started_at)
@@ -90,9 +109,7 @@ class Outlooks:
             else:
                 rest = usual
             rows.append({**d, "remaining_s": rest, "held": len(rec.slots)})
-        self._times = estimate(now, total, policy, rows, tree)
-        self._at, self._seen = time.monotonic(), seen
-        return self._times
+        return rows
 
     def outlooks(self, jobs: list[JobRecord], waiting: dict[str, dict], placed: set[str], shares: dict[str, int],
                  free: set, account_of: dict[str, str], asking: set[str],

@@ -222,6 +222,8 @@ ESTIMATE_EVERY_S = 5.0
 ESTIMATE_SLACK_S = 3.0
 #: Past completed runs per (owner, notebook) whose wall times give a queued job's expected duration.
 ESTIMATE_RUNS = 10
+#: Unfinished jobs the replay of the queue takes (running first, then by submission): later ones get no estimate.
+ESTIMATE_MAX_JOBS = 400
 #: Seconds a dispatched rq job may sit "queued" in no queue before it counts as dropped by its worker.
 STRANDED_AFTER_S = 10.0
 #: Seconds rq lets a job's work horse run past the job's own timeout before it kills it.
