@@ -358,10 +358,10 @@ class Scheduler:
                 if step.kind == "shrink" and step.rec.id in reasons:
                     self.note(step.rec, Shrunk(reason=reasons[step.rec.id]))
                 self.apply(step)
-        for rec in div.jobs:  # the outlooks no position step carried
+        for rec in div.jobs:  # the outlooks no position step carried: started jobs', and those dispatched now
             if rec.id in self._outlook:
                 with contained(self.store, rec, "could not be given its outlook"):
-                    self.note(rec, Position(position=rec.queue_position, outlook=self._outlook.pop(rec.id)))
+                    self.note(rec, Position(position=None, outlook=self._outlook.pop(rec.id)))
 
     def note(self, rec: JobRecord, event) -> None:
         """Apply a bookkeeping event to ``rec``; one that no longer applies (the job ended
