@@ -39,7 +39,7 @@ def test_a_job_behind_runs_of_a_known_notebook_knows_why_it_waits_and_when_it_st
         assert abs(expected_start - seconds(b.record.started_at)) <= 10
         assert abs(expected_end - seconds(b.record.finished_at)) <= 10
         # started: no reason any more, and no expected start
-        assert b.record.waiting is None and b.record.expected_start is None
+        assert b.record.waiting is None and b.record.expected_start is None and b.record.queue_position is None
         # the change was pushed like every change (an entry on the event stream), once per change, not each pass
         kinds = [e[1] for e in cluster.store.r.xrange(EVENTS) if e[1].get("job") == b.id]
         assert 1 <= sum(k.get("type") == "waiting" for k in kinds) <= 6
