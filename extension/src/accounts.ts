@@ -138,7 +138,8 @@ export interface IReclaimNote {
  * Why a job lost GPUs: each reason it went back to the queue (its history's re-queues:
  * "Re-queued: reclaimed by account vision", with how often if more than once), and why its
  * grant was last cut while it kept running ("Shrunk: reclaimed by account vision") when
- * that is not the reason of its last re-queue.
+ * that is not the reason of its last re-queue.  (A job being stopped to be re-queued keeps
+ * `reclaimed` until it is back in the queue, so it never shows as shrunk meanwhile.)
  */
 export function reclaimNotes(job: Pick<IJob, 'history' | 'reclaimed'>): IReclaimNote[] {
   const history = Array.isArray(job.history) ? job.history : [];

@@ -49,6 +49,18 @@ export interface IJob {
   account?: string | null;
   /** Why its GPUs were last taken back ("reclaimed by account vision"), else null. */
   reclaimed?: string | null;
+  /** Why a queued job waits (docs/waiting.md), else null. */
+  waiting?: IWaiting | null;
+  /** A queued job's expected start (ISO 8601 UTC), null when unknown. */
+  expected_start?: string | null;
+  /** A job's expected end (ISO 8601 UTC), null when unknown. */
+  expected_end?: string | null;
+}
+
+/** Why a queued job waits: a code and one line naming the numbers. */
+export interface IWaiting {
+  code: string;
+  message: string;
 }
 
 export interface IStatusChange {

@@ -37,15 +37,24 @@ def _fmt(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-JOB_COLUMNS = ("id", "name", "status", "gpus", "priority", "duration", "error / metric")
+JOB_COLUMNS = ("id", "name", "status", "waiting", "gpus", "priority", "duration", "error / metric")
 ANSI = {"yellow": "33", "cyan": "36", "green": "32", "red": "31", "magenta": "35", "bold": "1"}
 
 
 def job_cells(r: JobRecord) -> tuple[str, ...]:
     """A job's row under :data:`JOB_COLUMNS`."""
     status = r.status + (f" #{r.queue_position}" if r.status == "queued" and r.queue_position else "")
-    return (r.id, r.name, status, f"{r.gpus}/{r.max_gpus}", str(r.priority), duration(r.duration()),
+    return (r.id, r.name, status, waiting_cell(r), f"{r.gpus}/{r.max_gpus}", str(r.priority), duration(r.duration()),
             r.error or latest_metric(r))
+
+
+def waiting_cell(r: JobRecord) -> str:
+    """Why a queued job waits (its code) and when it should start (UTC time of day), else ''."""
+    if r.status != "queued":
+        return ""
+    code = (r.waiting or {}).get("code", "")
+    start = f"starts ~{r.expected_start[11:16]}" if r.expected_start else ""
+    return " ".join(x for x in (code, start) if x)
 
 
 def jobs_table(records: list[JobRecord]) -> Table:
@@ -108,6 +117,8 @@ def job_detail(rec: JobRecord) -> str:
     for k, v in rec.to_dict().items():
         if k == "history":  # queued 2026-01-01T10:00:00.000Z -> running ... -> completed ...
             v = " -> ".join(f"{h.get('status')} {h.get('at')}" for h in v)
+        elif k == "waiting" and v:  # gpus_busy: needs 4 GPUs; the 2 jobs ahead of it need 6 of the 8
+            v = f"{v.get('code')}: {v.get('message')}"
         rows.append((k, "" if v is None else str(v)))
     width = max(len(k) for k, _ in rows) + 2
     return "\n".join(f"{k:<{width}}{v}".rstrip().replace("\n", "\n" + " " * width) for k, v in rows)

@@ -31,7 +31,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob
 
 from ..core.accounts import AccountTree, held_by_account
-from ..core.allocate import allocate
+from ..core.allocate import allocate_explained
 from ..core.config import (GOODPUT_QUEUE, JOB_GRACE_S, KEEP_DAYS, LEASE_TTL, RENEWALS_PER_TTL, SCHEDULER_INTERVAL_S,
                            STRANDED_AFTER_S, Settings, check)
 from ..core.keys import ACTIVE, LEASE, POLICY, job_key
@@ -44,6 +44,7 @@ from ..core.shares import account_shares
 from ..core.store import JobStore
 from . import accounts, counters, grants
 from .attained import AttainedLedger
+from .outlook import Outlooks, asking_accounts
 from .actions import advance, carry_out
 from .job_access import revoke_access, runs_as_owner
 from .retention import Retention
@@ -97,21 +98,25 @@ class Division(NamedTuple):
     admitted: set[str]
     account_of: dict[str, str]
     rows: list[dict]
+    waiting: dict[str, dict]  # why each job left waiting waits (nbrunner.core.waiting)
 
 
 def divide(total: int, demands: list[dict], policy: str, tree: AccountTree | None,
-           queues: tuple[float, ...] | None = None) -> tuple:
-    """(shares, admitted ids, account of each job, account rows) of ``demands``; ``queues``: the
-    goodput policy's queue thresholds (attained GPU-seconds; None: its defaults)."""
+           queues: tuple[float, ...] | None = None, hosts: list[int] | None = None) -> tuple:
+    """(shares, admitted ids, account of each job, account rows, reasons of the jobs left waiting)
+    of ``demands``; ``queues``: the goodput policy's queue thresholds (attained GPU-seconds; None:
+    its defaults); ``hosts``: the slots of each live host."""
     if tree is None:
-        return allocate(total, demands, policy, queue_thresholds=queues), admitted(total, demands, policy), {}, []
-    s = account_shares(total, demands, policy, tree, queue_thresholds=queues)
+        a = allocate_explained(total, demands, policy, queue_thresholds=queues, hosts=hosts)
+        return a.gpus, admitted(total, demands, policy), {}, [], a.waiting
+    s = account_shares(total, demands, policy, tree, queue_thresholds=queues, hosts=hosts, explain=True)
     ok = {d["id"] for d in demands if s.jobs.get(d["id"], 0) > 0 or d["max_gpus"] == 0}
-    return s.jobs, ok, s.account_of, s.accounts
+    return s.jobs, ok, s.account_of, s.accounts, s.waiting
 
 
 def placeable(store: JobStore, live: list[JobRecord], total: int, policy: str, tree: AccountTree | None = None,
-              attained: dict[str, float] | None = None, queues: tuple[float, ...] | None = None) -> Division:
+              attained: dict[str, float] | None = None, queues: tuple[float, ...] | None = None,
+              hosts: list[int] | None = None) -> Division:
     """The division of the live jobs the allocator accepts; a job whose demand it refuses (e.g. a
     GPU count out of range written by an older version) is quarantined.  ``attained``: the
     GPU-seconds each job has received (goodput serves the least served first)."""
@@ -127,7 +132,7 @@ def placeable(store: JobStore, live: list[JobRecord], total: int, policy: str, t
         except Exception as exc:  # noqa: BLE001
             refused(rec, exc)
     try:
-        return Division(kept, demands, *divide(total, demands, policy, tree, queues))
+        return Division(kept, demands, *divide(total, demands, policy, tree, queues, hosts))
     except (ValueError, TypeError, OverflowError):
         pass
     good = []
@@ -138,7 +143,7 @@ def placeable(store: JobStore, live: list[JobRecord], total: int, policy: str, t
         except Exception as exc:  # noqa: BLE001
             refused(rec, exc)
     kept, demands = [r for r, _ in good], [d for _, d in good]
-    return Division(kept, demands, *divide(total, demands, policy, tree, queues))
+    return Division(kept, demands, *divide(total, demands, policy, tree, queues, hosts))
 
 
 class Scheduler:
@@ -153,12 +158,15 @@ class Scheduler:
         self.name = name or f"{socket.gethostname()}.{os.getpid()}"
         self.interval = interval
         self.stopping = threading.Event()
+        self._outlook: dict[str, dict] = {}  # this pass's outlooks not yet written
+        self._asking: set[str] = set()  # accounts GPUs are taken back for, this pass
         self._stranded: dict[str, float] = {}  # rq job id -> when first seen 'queued' but in no queue
         self._renew = self.r.register_script(_RENEW)
         self._next_fire = None  # the earliest fire time of a schedule: the loop wakes for it
         self._next_expiry: float | None = None  # monotonic time the first worker registration expires
         self.retention = Retention(self.store, settings, KEEP_DAYS.days())
         self.attained = AttainedLedger(self.r)  # the goodput policy's attained service, per job
+        self.outlooks = Outlooks(self.store)  # why jobs wait, when they should start and end
         if policy:
             self.r.set(POLICY, policy)
         elif not self.r.exists(POLICY):
@@ -258,6 +266,7 @@ class Scheduler:
                 elif rec.finished and not rec.released and rec.worker not in cap.workers:
                     self.lost(rec)  # it ended, but its worker died before confirming: nothing runs
                 elif rec.finished and rec.released:
+                    self.outlooks.record_run(rec)  # once: it leaves the active set below
                     if by_job.pop(rec.id, None):
                         grants.free_slots(self.store, rec.id, "finished")
                     self.r.srem(ACTIVE, rec.id)
@@ -334,18 +343,29 @@ class Scheduler:
         policy = self.policy
         served = self.attained.of(live) if policy == "goodput" else {}
         queues = (GOODPUT_QUEUE.seconds(),) if policy == "goodput" else None
-        div = placeable(self.store, live, total, policy, tree, served, queues)
-        shares, reasons = div.shares, {}
+        hosts = [len(idx) for idx in cap.hosts.values()] or ([0] if cap.workers else [])
+        div = placeable(self.store, live, total, policy, tree, served, queues, hosts)
+        shares, reasons, self._asking = div.shares, {}, set()
         if tree is not None:
             shares, reasons = self.reclaim(div, tree)
         grant_of = {r.id: [tuple(s) for s in grants.read_grant(self.r, r.id)["slots"]]
                     for r in div.jobs if started(r) and r.elastic}
-        steps = plan(div.jobs, shares, div.admitted, grant_of, cap.slots - set(held), policy)
+        free = cap.slots - set(held)
+        steps = plan(div.jobs, shares, div.admitted, grant_of, free, policy)
+        placed = {s.rec.id for s in steps if s.kind == "dispatch"}
+        free -= {tuple(x) for s in steps if s.kind in ("dispatch", "grow") for x in s.slots}
+        times = self.outlooks.times(div.jobs, div.demands, total, policy, tree, time.time())
+        self._outlook = self.outlooks.outlooks(div.jobs, div.waiting, placed, shares, free, div.account_of,
+                                               self._asking, times)
         for step in steps:
             with contained(self.store, step.rec, "could not be placed"):
                 if step.kind == "shrink" and step.rec.id in reasons:
                     self.note(step.rec, Shrunk(reason=reasons[step.rec.id]))
                 self.apply(step)
+        for rec in div.jobs:  # the outlooks no position step carried: started jobs', and those dispatched now
+            if rec.id in self._outlook:
+                with contained(self.store, rec, "could not be given its outlook"):
+                    self.note(rec, Position(position=None, outlook=self._outlook.pop(rec.id)))
 
     def note(self, rec: JobRecord, event) -> None:
         """Apply a bookkeeping event to ``rec``; one that no longer applies (the job ended
@@ -367,6 +387,7 @@ class Scheduler:
         held.update(held_by_account((div.account_of[rec.id], len(rec.slots)) for rec in div.jobs))
         accounts.record_usage(self.store, held)  # a parent account's usage is its sub-accounts'
         r = reclaim_plan(div.jobs, div.shares, div.rows, div.account_of)
+        self._asking = asking_accounts({**r.shrunk, **r.preempt})
         by_id = {rec.id: rec for rec in div.jobs}
         for job_id in accounts.due_preemptions(self.store, r.preempt, tree.reclaim_after):
             rec = by_id[job_id]
@@ -398,9 +419,10 @@ class Scheduler:
             self.dispatch(rec, taken)
 
     def _set_position(self, rec: JobRecord, pos: int) -> None:
-        if rec.queue_position != pos:
+        outlook = self._outlook.pop(rec.id, None)
+        if rec.queue_position != pos or outlook:
             try:
-                advance(self.store, rec.id, Position(position=pos))
+                advance(self.store, rec.id, Position(position=pos, outlook=outlook))
             except Refused:
                 pass
 

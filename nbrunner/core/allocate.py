@@ -26,14 +26,22 @@ in ``nbrunner.core.demands``, the weighted max-min split in ``nbrunner.core.fair
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from .demands import MAX_PRIORITY, MIN_PRIORITY, POLICIES, check_call, policy_order, read_demands, split_admitted
 from .shares import account_shares
+from .waiting import flat_reasons, left_waiting
 
-__all__ = ["allocate", "POLICIES", "MIN_PRIORITY", "MAX_PRIORITY"]
+__all__ = ["allocate", "allocate_explained", "Allocation", "POLICIES", "MIN_PRIORITY", "MAX_PRIORITY"]
+
+
+class Allocation(NamedTuple):
+    """An allocation and why each job it leaves waiting waits (``nbrunner.core.waiting``)."""
+
+    gpus: dict[Any, int]        # {id: gpus}, as allocate returns
+    waiting: dict[Any, dict]    # {id: {"code", "message"}} for exactly the jobs left waiting
 
 
 def allocate(total_gpus: int, demands: list[dict], policy: str = "fairshare", accounts=None, *,
@@ -56,11 +64,24 @@ def allocate(total_gpus: int, demands: list[dict], policy: str = "fairshare", ac
     ``accounts``: an accounts tree (dict or ``AccountTree``) to divide by first
     (``nbrunner.core.shares``). Raises ``ValueError`` on invalid input.
     """
+    return allocate_explained(total_gpus, demands, policy, accounts, queue_thresholds=queue_thresholds,
+                              explain=False).gpus
+
+
+def allocate_explained(total_gpus: int, demands: list[dict], policy: str = "fairshare", accounts=None, *,
+                       queue_thresholds: tuple[float, ...] | None = None, hosts: Sequence[int] | None = None,
+                       explain: bool = True) -> Allocation:
+    """:func:`allocate` plus, for every job left waiting (not running, ``max_gpus`` > 0, given no
+    GPU), why (``nbrunner.core.waiting``), computed in the same pass.  ``hosts``: the GPU slots
+    of each live worker host, when known (a demand with ``"gang": true`` needs its ``min_gpus``
+    on one host; an empty list means no live worker).  ``explain=False`` skips the reasons."""
     total = check_call(total_gpus, policy)
     if accounts is not None:
-        return account_shares(total, demands, policy, accounts, queue_thresholds=queue_thresholds).jobs
+        s = account_shares(total, demands, policy, accounts, queue_thresholds=queue_thresholds,
+                           hosts=hosts, explain=explain)
+        return Allocation(s.jobs, s.waiting)
     if len(demands) == 0:
-        return {}
+        return Allocation({}, {})
     d = read_demands(demands)
     order = policy_order(d, policy)
     # Clip to total + 1 (nobody can use more) so that the sums below cannot overflow.
@@ -69,5 +90,8 @@ def allocate(total_gpus: int, demands: list[dict], policy: str = "fairshare", ac
     adm = order[:cut]
     alloc = np.zeros(len(d.ids), dtype=np.int64)
     alloc[adm] = split_admitted(policy, total, adm, d, thresholds=queue_thresholds)
-    return dict(zip(d.ids, alloc.tolist()))
+    gpus = dict(zip(d.ids, alloc.tolist()))
+    if not explain or not left_waiting(d.m, d.M, d.running, alloc).size:
+        return Allocation(gpus, {})
+    return Allocation(gpus, flat_reasons(total, d.ids, d.items, d.m, d.M, d.running, order, cut, alloc, hosts))
 

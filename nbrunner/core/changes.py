@@ -29,9 +29,10 @@ from .identity import Caller
 JOB, SWEEP, SCHEDULE, CLUSTER = "job", "sweep", "schedule", "cluster"
 PIPELINE = "pipeline"
 OBJECT_FIELDS = (JOB, SWEEP, SCHEDULE, PIPELINE)  # the entry field naming the object, which is also the change's kind
-# Entry kinds that move slots or workers: the cluster view changes.
+# Entry kinds that move slots or workers, or publish an accounts file: the cluster view changes (and reads the
+# accounts again, so a reloaded file shows at once).
 CLUSTER_KINDS = frozenset({"dispatched", "undispatched", "gpus", "released", "slots_freed", "requeued", "cancelled",
-                           "quarantined", "deleted", "worker_joined", "worker_left", "scheduler"})
+                           "quarantined", "deleted", "worker_joined", "worker_left", "scheduler", "accounts"})
 OBJECT_RANK, CLUSTER_RANK, ENTRY_RANK = 0, 1, 9
 HIDDEN_JOB = "(another user's job)"  # a slot held by a job the caller does not see
 _ID = re.compile(r"(\d{1,20})-(\d{1,20})(?:\.([01]))?")

@@ -216,6 +216,14 @@ def check(variables: Iterable[Variable] = USER_VARIABLES, environ: Environ | Non
 RENEWALS_PER_TTL = 5
 #: Seconds between the scheduler's passes when no event wakes it sooner.
 SCHEDULER_INTERVAL_S = 1.0
+#: Seconds between the scheduler's replays of the queue for expected starts and ends (sooner when jobs come or go).
+ESTIMATE_EVERY_S = 5.0
+#: Seconds an expected start or end must move before the record is written again (no event storm).
+ESTIMATE_SLACK_S = 3.0
+#: Past completed runs per (owner, notebook) whose wall times give a queued job's expected duration.
+ESTIMATE_RUNS = 10
+#: Unfinished jobs the replay of the queue takes (running first, then by submission): later ones get no estimate.
+ESTIMATE_MAX_JOBS = 400
 #: Seconds a dispatched rq job may sit "queued" in no queue before it counts as dropped by its worker.
 STRANDED_AFTER_S = 10.0
 #: Seconds rq lets a job's work horse run past the job's own timeout before it kills it.

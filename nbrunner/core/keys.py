@@ -26,6 +26,11 @@ COUNTERS = PREFIX + "counters"  # hash: the Prometheus counters and histograms (
 RUN_AS_OWNER = PREFIX + "run_as_owner"  # set by the first worker that runs jobs as their owners: then all must
 
 
+def runs_key(owner: str, notebook: str) -> str:
+    """List of the wall times (seconds, newest first) of an owner's last completed runs of a notebook."""
+    return f"{PREFIX}runs:{owner}:{notebook}"
+
+
 def job_key(job_id: str) -> str:
     """The JSON record of one job."""
     return f"{PREFIX}job:{job_id}"

@@ -197,10 +197,11 @@ class SetPriority(Event, frozen=True):
 
 
 class Position(Event, frozen=True):
-    """The job's place in the queue (None: not queued behind anyone)."""
+    """The job's place in the queue (None: behind nobody) and ``outlook`` (see ``JobRecord.outlook_changes``)."""
 
-    name = "position"
+    name = "waiting"
     position: int | None
+    outlook: dict[str, Any] | None = None
 
 
 class SlotsHeld(Event, frozen=True):
@@ -357,7 +358,7 @@ def _dispatch(rec: JobRecord, e: Dispatch) -> Transition:
     if rec.phase is not WAITING or rec.cancel_requested:
         raise Refused(f"job {rec.id} is not waiting to be dispatched ({rec.status}, {rec.phase})")
     new = _with(rec, attempt=rec.attempt + 1, phase=DISPATCHED, training_over=False, host=e.host,
-                queue_position=None)
+                queue_position=None, waiting=None, expected_start=None)
     timeout = -1 if not new.timeout else int(min(new.timeout, MAX_TIMEOUT_S) + e.timeout_grace_s)
     return Transition(new, (WriteGrant(slots=e.slots), SyncSlots(), Enqueue(attempt=new.attempt, host=e.host,
                                                                             timeout_s=timeout)), e.name)
@@ -410,7 +411,7 @@ def _throughput(rec: JobRecord, metrics: dict[str, Any]) -> dict[str, Any]:
 
 def _end(rec: JobRecord, status: JobStatus, error: str | None, at: str, event: str) -> Transition:
     """A running job ended by itself: its worker confirms the release later."""
-    changes: dict[str, Any] = {"status": status, "error": error, "finished_at": at, "phase": STOPPING}
+    changes: dict[str, Any] = {"status": status, "error": error, "finished_at": at, "phase": STOPPING, "expected_end": None}
     if status is COMPLETED:
         changes["progress"] = 1.0
     return Transition(_with(rec, **changes), (RenderHtml(),), event)
@@ -454,7 +455,7 @@ def _requeue(rec: JobRecord, why: str, event: str, at: str) -> Transition:
     entry of the return to the queue says ``why`` (``reason``).  A retry (lost worker, killed
     kernel) counts against ``retries``; a preemption does not."""
     gone, free = _slots_freed(rec, "requeued")
-    count = {"preempted": rec.preempted + 1} if rec.phase is PREEMPTING else {"lost": rec.lost + 1}
+    count = {"preempted": rec.preempted + 1, "reclaimed": why} if rec.phase is PREEMPTING else {"lost": rec.lost + 1}
     new = _with(rec, status=QUEUED, phase=WAITING, worker=None, error=None, progress=None, finished_at=None,
                 at=at, **count, **gone)
     new = msgspec.structs.replace(new, history=[*new.history[:-1], {**new.history[-1], "reason": why}])
@@ -474,7 +475,7 @@ def _release(rec: JobRecord, e: ReleaseConfirmed) -> Transition:
     if rec.status is CANCELLED:
         raise Refused(f"job {rec.id} was cancelled: its worker confirms with Cancelled")
     if rec.phase is PREEMPTING:  # stopped to give its GPUs back: it waits again
-        return _requeue(rec, rec.reclaimed or "preempted", e.name, e.at)
+        return _requeue(rec, rec.preempt_reason or "preempted", e.name, e.at)
     if rec.status is RUNNING:  # the work horse died without recording the end
         return _ended(rec, {"status": FAILED, "error": HORSE_DIED, "finished_at": e.at}, "finished", e.name, True)
     if rec.status is FAILED and (rec.error or "").startswith(KERNEL_KILLED) and rec.lost < rec.retries:
@@ -496,7 +497,7 @@ def _lost(rec: JobRecord, e: WorkerLost) -> Transition:
     if rec.status is not RUNNING:
         raise Refused(f"job {rec.id} is {rec.status}")
     if rec.phase is PREEMPTING:  # it was being stopped anyway
-        return _requeue(rec, rec.reclaimed or "preempted", e.name, e.at)
+        return _requeue(rec, rec.preempt_reason or "preempted", e.name, e.at)
     if rec.lost < rec.retries:
         return _requeue(rec, WORKER_LOST, e.name, e.at)
     failed = _ended(rec, {"status": FAILED, "error": WORKER_LOST, "finished_at": e.at}, WORKER_LOST, e.name, True)
@@ -516,7 +517,7 @@ def _preempt(rec: JobRecord, e: Preempt) -> Transition:
     _same_attempt(rec, e.attempt, RUNNING)
     if rec.phase is not STARTED:
         raise Refused(f"job {rec.id} is already being stopped")
-    return Transition(_with(rec, phase=PREEMPTING, reclaimed=e.reason), (StopRun(attempt=rec.attempt),), e.name)
+    return Transition(_with(rec, phase=PREEMPTING, preempt_reason=e.reason), (StopRun(attempt=rec.attempt),), e.name)
 
 
 def _shrunk(rec: JobRecord, e: Shrunk) -> Transition:
@@ -544,9 +545,9 @@ def _priority(rec: JobRecord, e: SetPriority) -> Transition:
 
 
 def _position(rec: JobRecord, e: Position) -> Transition:
-    if rec.status is not QUEUED:
+    if (changes := rec.outlook_changes(e.position, e.outlook)) is None:
         raise Refused(f"job {rec.id} is not queued")
-    return Transition(_with(rec, queue_position=e.position))
+    return Transition(_with(rec, **changes), (), e.name if set(changes) - {"queue_position"} else "")
 
 
 def _slots_held(rec: JobRecord, e: SlotsHeld) -> Transition:

@@ -70,7 +70,11 @@ PUBLIC_FIELDS = (
 )
 # Bookkeeping fields that ``to_dict()`` (the REST and ``--json`` job) shows after the public ones.
 SHOWN_EXTRA = ("timeout", "kernel", "attempt", "worker", "queue_position", "groups", "account", "reclaimed",
-               "pipeline", "step")
+               "pipeline", "step", "waiting", "expected_start", "expected_end")
+
+# Why a queued job waits (``waiting["code"]``; the rules: nbrunner.core.waiting).
+WAITING_CODES = ("capacity", "no_workers", "gpus_busy", "account_limit", "account_share", "reclaiming", "needs")
+OUTLOOK_FIELDS = ("waiting", "expected_start", "expected_end")  # set by the scheduler each pass (Position)
 
 
 def utcnow() -> str:
@@ -224,6 +228,10 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     queue_position: int | None = None
     account: str | None = None  # the path of its account, with an accounts tree
     reclaimed: str | None = None  # why its GPUs were last taken back ("reclaimed by account vision")
+    preempt_reason: str | None = None  # why it is being stopped to be re-queued (reclaimed once it is)
+    waiting: dict[str, str] | None = None  # why it waits, {"code", "message"} (nbrunner.core.waiting), or None
+    expected_start: str | None = None  # queued: when it should start (nbrunner.core.outlook), ISO 8601 UTC
+    expected_end: str | None = None  # when it should end, ISO 8601 UTC
     throughput: dict[str, float] = {}  # elastic: samples/s by learner count (goodput)
     pause_s: float | None = None  # elastic: the last resize's measured pause (goodput)
     efficiency: dict[str, float] = {}  # elastic, adaptive batch: statistical efficiency by learner count (goodput)
@@ -253,6 +261,16 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     def released(self) -> bool:
         """Nothing of the job runs on any worker (never started, or its worker confirmed)."""
         return self.phase not in (JobPhase.RUNNING, JobPhase.PREEMPTING, JobPhase.STOPPING)
+
+    def outlook_changes(self, position: int | None, outlook: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The changes of a ``Position`` event: the queue position and, from ``outlook``, any of ``waiting``,
+        ``expected_start`` and ``expected_end`` it names (the others stay).  None when the job may not take
+        them: it has ended, or it is not queued and they say it waits."""
+        changes = {"queue_position": position, **{k: v for k, v in (outlook or {}).items() if k in OUTLOOK_FIELDS}}
+        if self.finished or (self.status is not JobStatus.QUEUED and any(
+                changes.get(k) is not None for k in ("queue_position", "waiting", "expected_start"))):
+            return None
+        return {k: v for k, v in changes.items() if v != getattr(self, k)}
 
     def to_dict(self) -> dict[str, Any]:
         """The public record (REST, ``--json``, ``Job.to_dict()``)."""

@@ -39,7 +39,8 @@ def demand_of(rec: JobRecord, attained: float = 0.0) -> dict:
             "submitted_at": parse_time(rec.created_at).timestamp(), "running": running,
             "throughput": rec.throughput, "gpus": len(rec.slots), "pause_s": rec.pause_s or 0.0,  # goodput inputs
             "attained": attained, **({"efficiency": rec.efficiency} if rec.efficiency else {}),
-            "owner": rec.owner, "groups": rec.groups}  # accounts inputs
+            "owner": rec.owner, "groups": rec.groups,  # accounts inputs
+            "gang": not rec.elastic}  # its GPUs on one host (why it waits: nbrunner.core.waiting)
 
 
 def admitted(total: int, demands: list[dict], policy: str) -> set[str]:

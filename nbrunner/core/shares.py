@@ -64,14 +64,15 @@ allocated) (a share it does not hold: lent to others, or idle).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
 import numpy as np
 
 from .accounts import DEFAULT, AccountTree, accounts_tree
 from .demands import Demands, check_call, policy_order, read_demands, split_admitted
 from .fairsplit import fair_split, split_within
+from .waiting import account_reasons
 
 __all__ = ["Shares", "account_shares"]
 
@@ -84,13 +85,16 @@ class Shares:
     account_of: dict[Any, str]    # {id: account path}
     accounts: list[dict]          # one row per account (see the module docstring)
     users: list[dict]             # {"account", "user", "jobs", "demand", "allocated"} per user with jobs
+    waiting: dict[Any, dict] = field(default_factory=dict)  # {id: reason} of the jobs left waiting
 
 
 def account_shares(total_gpus: int, demands: list[dict], policy: str, accounts: Any, *,
-                   queue_thresholds: tuple[float, ...] | None = None) -> Shares:
+                   queue_thresholds: tuple[float, ...] | None = None, hosts: Sequence[int] | None = None,
+                   explain: bool = False) -> Shares:
     """Allocate ``total_gpus`` between ``demands`` down the ``accounts`` tree (a dict as in the
     accounts file, or an ``AccountTree``); see the module docstring. ``queue_thresholds``: the
-    goodput policy's (see ``allocate``). ``ValueError`` on bad input."""
+    goodput policy's (see ``allocate``); ``explain``: also say why each job left waiting waits
+    (``hosts`` as in ``allocate_explained``). ``ValueError`` on bad input."""
     total = check_call(total_gpus, policy)
     tree = accounts_tree(accounts)
     acc = _Accounts(tree, total)
@@ -99,7 +103,12 @@ def account_shares(total_gpus: int, demands: list[dict], policy: str, accounts: 
     d = read_demands(demands)
     users = _Users(d, tree, acc, policy, total)
     alloc, used = _divide(total, policy, d, acc, users, queue_thresholds)
-    return _report(total, acc, d, users, alloc, used)
+    out = _report(total, acc, d, users, alloc, used)
+    if not explain:
+        return out
+    why = account_reasons(total, d.ids, d.items, d.m, d.M, d.running, alloc, users.user_of_job, used, users.leaf,
+                          users.owner, acc.items, acc.parent, acc.up(used, users.leaf, cap_by_limit=False), hosts)
+    return Shares(out.jobs, out.account_of, out.accounts, out.users, why)
 
 
 class _Accounts:

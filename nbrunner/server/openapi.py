@@ -10,7 +10,7 @@ import copy
 from typing import Any
 
 from ..core.config import JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_FILTER, PAGE_SCAN_MAX
-from ..core.models import PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, STATUSES
+from ..core.models import PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, STATUSES, WAITING_CODES
 from . import openapi_pipelines
 
 
@@ -67,6 +67,14 @@ JOB = {
                         "status": {"type": "string", "enum": list(STATUSES)},
                         "at": {"type": "string", "format": "date-time"},
                         "reason": {"type": "string", "description": "why the job went back to the queue"}}}},
+        "waiting": {"type": "object", "nullable": True, "required": ["code", "message"],
+                    "description": "why a queued job waits (docs/waiting.md), else null",
+                    "properties": {"code": {"type": "string", "enum": list(WAITING_CODES)},
+                                   "message": {"type": "string", "description": "one line naming the numbers"}}},
+        "expected_start": {"type": "string", "format": "date-time", "nullable": True,
+                           "description": "a queued job's expected start (a replay of the queue), null when unknown"},
+        "expected_end": {"type": "string", "format": "date-time", "nullable": True,
+                         "description": "the expected end (its progress, or its past runs), null when unknown"},
     },
 }
 

@@ -56,6 +56,7 @@ import numpy as np
 
 from nbrunner.core.accounts import AccountTree, accounts_tree
 from nbrunner.core.allocate import allocate
+from nbrunner.core.replay import Replay
 
 from .adapt import BatchAdaptation
 from .apps import AppModel, load_apps
@@ -67,7 +68,6 @@ POLICIES = ("static", "tiresias", "fairshare", "priority", "goodput")
 ELASTIC = ("fairshare", "priority", "goodput")
 TIRESIAS_THRESHOLD = 3600.0 * 16  # GPU-seconds of attained service before demotion
 DEFAULT_PRIORITY = 5000
-_EPS = 1e-9
 
 
 @dataclass
@@ -145,7 +145,7 @@ def simulate(workload: str | os.PathLike | list[Job], gpus: int = 64, policy: st
         j.queued_at = j.submit
     if not jobs:
         return SimResult(policy, gpus, np.zeros(0), 0.0, 0.0, [])
-    res = _Replay(jobs, apps, gpus, policy, restart_pause, interval, attained, adapt, tree).run()
+    res = _Replay(jobs, apps, gpus, policy, restart_pause, interval, attained, adapt, tree).result()
     if tree is not None:
         from .accounts import account_results
 
@@ -163,101 +163,34 @@ def _adaptation(app: AppModel) -> BatchAdaptation:
     return _ADAPTATIONS[id(app)]
 
 
-class _Replay:
-    """One replay's state: the clock, the active jobs and the policy's bookkeeping."""
+class _Replay(Replay):
+    """A workload's replay: Pollux jobs paced by their traces (:class:`nbrunner.core.replay.Replay`)."""
 
     def __init__(self, jobs: list[Job], apps: dict[str, AppModel], gpus: int, policy: str, restart_pause: float,
                  interval: float, attained: bool, adapt: dict[str, BatchAdaptation], tree: AccountTree | None):
-        self.jobs, self.apps, self.gpus, self.policy, self.adapt, self.tree = jobs, apps, gpus, policy, adapt, tree
-        self.pause, self.interval, self.feed_attained = restart_pause, interval, attained
-        self.arrivals = sorted(jobs, key=lambda j: (j.submit, j.idx))
-        self.t0 = self.now = self.arrivals[0].submit
-        self.next_arrival = 0
-        self.active: dict[int, Job] = {}
-        self.gpu_seconds = 0.0
-        self.dirty = False  # policy inputs changed since the last call
         # Called every interval while jobs are active: their attained service grows.
-        self.every_interval = policy == "tiresias" or (policy == "goodput" and attained)
+        super().__init__(jobs, gpus, policy, restart_pause, interval, tree,
+                         every_interval=policy == "tiresias" or (policy == "goodput" and attained))
+        self.apps, self.adapt, self.feed_attained = apps, adapt, attained
 
-    def run(self) -> SimResult:
-        while self.next_arrival < len(self.arrivals) or self.active:
-            t_tick = self._next_tick()
-            t_next = min(self._next_arrival_time(), self._next_event_time(), t_tick)
-            if t_next == math.inf:
-                raise RuntimeError("simulation stalled: queued jobs can never be admitted")
-            changed = self._advance(t_next)
-            changed |= self._admit_arrivals()
-            if changed or (self.dirty and self.now >= t_tick - _EPS):
-                self._reallocate()
+    def result(self) -> SimResult:
+        self.run()
         jct = np.array([j.finish - j.submit for j in self.jobs])
         makespan = max(j.finish for j in self.jobs) - self.t0
         return SimResult(self.policy, self.gpus, jct, makespan, self.gpu_seconds, self.jobs)
 
-    def _event_time(self, j: Job) -> float:
-        """When ``j`` reaches its boundary: its end, or (adapting) the end of its epoch."""
-        return max(self.now, j.paused_until) + (j.boundary - j.done) * j.unit_time
-
-    def _next_arrival_time(self) -> float:
-        return self.arrivals[self.next_arrival].submit if self.next_arrival < len(self.arrivals) else math.inf
-
-    def _next_event_time(self) -> float:
-        return min((self._event_time(j) for j in self.active.values() if j.gpus), default=math.inf)
-
-    def _next_tick(self) -> float:
-        if not self.dirty or self.interval <= 0:
-            return math.inf
-        return (math.floor((self.now - self.t0) / self.interval + _EPS) + 1) * self.interval + self.t0
-
-    def _advance(self, t_next: float) -> bool:
-        """Run every job to ``t_next``; True if one finished."""
-        finished = []
-        for j in self.active.values():
-            if not j.gpus:
-                continue
-            held = j.gpus * (t_next - self.now)
-            self.gpu_seconds += held
-            j.attained += held
-            if self._event_time(j) > t_next + _EPS:
-                j.done += max(0.0, t_next - max(self.now, j.paused_until)) / j.unit_time
-            elif j.boundary < j.work:  # an epoch ends: the job picks its batch again
-                j.done = j.boundary
-                j.epoch += 1
-                self._set_pace(j)
-            else:
-                finished.append(j)
-        for j in finished:
-            j.finish = self._event_time(j)
-            j.done = j.work
-            del self.active[j.idx]
-        self.now = t_next
-        return bool(finished)
-
-    def _admit_arrivals(self) -> bool:
-        """Make the jobs submitted by now active; True if any."""
-        arrived = False
-        while self.next_arrival < len(self.arrivals) and self.arrivals[self.next_arrival].submit <= self.now:
-            j = self.arrivals[self.next_arrival]
-            self.active[j.idx] = j
-            self.next_arrival += 1
-            arrived = True
-        return arrived
-
-    def _reallocate(self) -> None:
+    def grants(self) -> dict[int, int]:
         if self.policy == "tiresias":
-            grant = self._tiresias()
-        else:
-            policy = "fairshare" if self.policy == "static" else self.policy
-            grant = allocate(self.gpus, [self._demand(j) for j in self.active.values()], policy, accounts=self.tree)
-        self.dirty = False
-        for idx, g in grant.items():
-            if g != self.active[idx].gpus:
-                self._resize(self.active[idx], g)
+            return self._tiresias()
+        policy = "fairshare" if self.policy == "static" else self.policy
+        return allocate(self.gpus, [self.demand(j) for j in self.active.values()], policy, accounts=self.tree)
+
+    def reallocate(self) -> None:
+        super().reallocate()
         if self.policy == "static":
             self.dirty = False  # static has no periodic reallocation
-        elif self.every_interval:
-            self.dirty = bool(self.active)
 
-    def _demand(self, j: Job) -> dict:
+    def demand(self, j: Job) -> dict:
         if self.policy == "static":
             lo = hi = min(j.replicas, self.gpus)
         else:
@@ -272,26 +205,7 @@ class _Replay:
                 d["attained"] = j.attained
         return d
 
-    def _resize(self, j: Job, g: int) -> None:
-        """Give ``j`` ``g`` GPUs: a start, resize, preemption or restart (each pauses it)."""
-        if j.gpus == 0:
-            if j.start is None:
-                j.start = self.now
-            else:
-                j.restarts += 1
-            self.dirty = True  # the running set changed
-        else:
-            j.resizes += 1
-            j.restarts += 1
-        j.gpus = g
-        if g == 0:
-            j.unit_time = math.inf
-            self.dirty = True
-            return
-        j.paused_until = self.now + self.pause
-        self._set_pace(j)
-
-    def _set_pace(self, j: Job) -> None:
+    def set_pace(self, j: Job) -> None:
         """Seconds per unit of work on ``j``'s GPUs (its batch chosen again if it adapts), and what it measures."""
         if self.adapt:
             ad = self.adapt[j.app]

@@ -1,7 +1,7 @@
 """The CLI's plain tables (client.render): columns, colours, a terminal's width, the job rows."""
 from __future__ import annotations
 
-from nbrunner.client.render import JOB_COLUMNS, cluster_text, jobs_table, jobs_text, text_table
+from nbrunner.client.render import JOB_COLUMNS, cluster_text, job_detail, jobs_table, jobs_text, text_table
 from nbrunner.core.models import JobRecord
 
 
@@ -30,7 +30,8 @@ def test_job_rows_have_the_rich_tables_cells():
     failed = JobRecord(id="f1", name="bad", notebook="b.ipynb", status="failed", error="ValueError: no")
     done = JobRecord(id="c1", name="ok", notebook="c.ipynb", status="completed", metrics={"loss": 0.123456, "accuracy": 0.9})
     lines = jobs_text([queued, failed, done]).splitlines()
-    assert lines[0].split() == ["id", "name", "status", "gpus", "priority", "duration", "error", "/", "metric"]
+    assert lines[0].split() == ["id", "name", "status", "waiting", "gpus", "priority", "duration", "error", "/",
+                                "metric"]
     assert lines[1].split()[:4] == ["q1", "wait", "queued", "#3"] and lines[1].endswith("-")
     assert lines[2].split()[:3] == ["f1", "bad", "failed"] and lines[2].endswith("ValueError: no")
     assert lines[3].endswith("accuracy=0.9")
@@ -51,3 +52,18 @@ def test_cluster_text_lists_every_slot_under_the_policy_line():
                                                  "a     0     j1",
                                                  "a     1     -",
                                                  "bb    0     j2"]
+
+
+def test_a_queued_jobs_row_and_detail_say_why_it_waits_and_when_it_should_start():
+    why = {"code": "gpus_busy", "message": "needs 4 GPUs; 6 of the 8 go to the 2 jobs ahead of it"}
+    queued = JobRecord(id="q1", name="wait", notebook="a.ipynb", queue_position=2, waiting=why,
+                       expected_start="2026-01-01T10:05:00.000Z", expected_end="2026-01-01T10:15:00.000Z")
+    running = JobRecord(id="r1", name="run", notebook="a.ipynb", status="running", expected_end="2026-01-01T10:05:00.000Z")
+    lines = jobs_text([queued, running]).splitlines()
+    waiting_at = lines[0].index("waiting")
+    assert lines[1][waiting_at:].startswith("gpus_busy starts ~10:05")
+    assert lines[2][waiting_at:waiting_at + 9].strip() == ""  # a running job does not wait
+    detail = job_detail(queued).splitlines()
+    assert [line.split(None, 1) for line in detail if line.startswith(("waiting", "expected_"))] == [
+        ["waiting", "gpus_busy: needs 4 GPUs; 6 of the 8 go to the 2 jobs ahead of it"],
+        ["expected_start", "2026-01-01T10:05:00.000Z"], ["expected_end", "2026-01-01T10:15:00.000Z"]]

@@ -53,6 +53,13 @@ def test_the_cluster_goes_to_everyone_with_others_jobs_hidden():
     assert status["hosts"][0]["slots"][1]["job"] == "b"  # the shared object is not changed
 
 
+def test_an_accounts_file_published_or_reloaded_is_a_cluster_change_for_everyone():
+    p = plan([("8-0", {"type": "accounts", "source": "accounts.yaml"})])
+    assert p.objects == {} and p.cluster == "8-0"
+    change = build(p, {}, {"gpus_total": 0, "hosts": []}, {})[-1]
+    assert change.kind == "cluster" and change.id == "8-0.1" and all(visible(change, c) for c in (ALICE, BOB, ADMIN))
+
+
 def test_ids_order_by_entry_then_rank_and_a_bare_id_is_the_whole_entry():
     assert order("5-1.0") < order("5-1.1") < order("5-1") < order("5-2.0") < order("6-0.0")
     assert order("12-0.0") > order("9-9")  # numbers, not text

@@ -204,9 +204,11 @@ def test_a_work_horse_that_died_unrecorded_fails_the_job():
 def test_a_preempted_job_waits_again_without_spending_a_retry():
     rec = transition(at_state("running", lost=2), Preempt(attempt=1, reason="reclaimed by account vision"))
     assert rec.record.phase == "preempting" and rec.actions == (StopRun(attempt=1),)
-    assert rec.record.reclaimed == "reclaimed by account vision" and rec.record.released is False
+    assert rec.record.preempt_reason == "reclaimed by account vision" and rec.record.released is False
+    assert rec.record.reclaimed is None  # not shrunk: its page says so only once it is re-queued
     again = transition(rec.record, settle_event(rec.record, 1, "w1", T))
     assert again.record.status == "queued" and (again.record.lost, again.record.preempted) == (2, 1)
+    assert again.record.reclaimed == "reclaimed by account vision"
     assert again.record.history[-1] == {"status": "queued", "at": T, "reason": "reclaimed by account vision"}
     with pytest.raises(Refused):
         transition(rec.record, Preempt(attempt=1, reason="again"))

@@ -238,3 +238,25 @@ async def test_the_listing_pages_and_filters_on_the_server(jp_fetch, root):
     for ids in made.values():
         for rec_id in ids:
             submit.cancel(cluster.store, rec_id, cluster.settings)
+
+
+async def test_a_reloaded_accounts_file_is_pushed_at_once(jp_fetch, channel, root):
+    """An accounts file published or reloaded is a cluster change: an open cluster view reads the
+    accounts again at once, not at its next minute's read."""
+    from nbrunner.control import accounts
+    from nbrunner.core.keys import ACCOUNTS
+
+    ws, cluster = root
+    path = ws / "accounts.yaml"
+    path.write_text("accounts:\n  - name: vision\n    members: [alice]\n")
+    c = await channel("alice")
+    await c.read_until(lambda c: c.of("ready"))
+    try:
+        accounts.publish(cluster.store, str(path))
+        await c.read_until(lambda c: c.of("cluster"), timeout=5)
+        before = len(c.of("cluster"))
+        path.write_text("accounts:\n  - name: vision\n    members: [alice]\n  - name: nlp\n    members: [bob]\n")
+        accounts.reload(cluster.store)
+        await c.read_until(lambda c: len(c.of("cluster")) > before, timeout=5)
+    finally:
+        cluster.store.r.delete(ACCOUNTS)

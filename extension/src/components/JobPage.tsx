@@ -21,6 +21,7 @@ import { gpuSeries, metricSeries } from '../job-charts';
 import { PushChannel } from '../channel';
 import { Change } from '../events';
 import { PollingWidget } from '../polling-widget';
+import { outlookLine } from '../waiting';
 import {
   DownloadFormat,
   IJob,
@@ -229,6 +230,7 @@ export class JobPage extends PollingWidget {
         </div>
       );
     }
+    const outlook = outlookLine(job); // why it waits, when it should start and end
     return (
       <div className="nbrunner-JobPage-content">
         {this._renderHeader(job)}
@@ -238,6 +240,11 @@ export class JobPage extends PollingWidget {
           </p>
         )}
         {this._renderActions(job)}
+        {outlook && (
+          <p className="nbrunner-JobPage-outlook" data-testid="nbrunner-jobpage-outlook" data-code={job.waiting?.code ?? ''}>
+            {outlook}
+          </p>
+        )}
         {this._renderReclaims(job)}
         {job.error && job.error !== job.status && (
           <section

@@ -1,7 +1,8 @@
 /**
- * One job in a jobs table, on one line: name (its error below), status, GPUs, priority
- * (editable), owner, created, duration, metric, and the row's actions.  Clicking the row
- * (anywhere but a control) opens the job's page.
+ * One job in a jobs table, on one line: name (a trial's sweep tag beside it, always in view:
+ * the name gives way; its error below), status (a queued job's waiting label below, its
+ * message on hover), GPUs, priority (editable), owner, created, duration, metric, and the
+ * row's actions.  Clicking the row (anywhere but a control) opens the job's page.
  */
 import * as React from 'react';
 
@@ -12,6 +13,7 @@ import { ActionButton } from './ActionButton';
 import { PriorityInput } from './PriorityInput';
 import { ProgressBar } from './ProgressBar';
 import { StatusBadge } from './StatusBadge';
+import { waitingLabel } from '../waiting';
 
 export interface IRowHandlers {
   onCancel: (job: IJob) => void;
@@ -50,6 +52,7 @@ export function JobTableRow(props: IJobTableRowProps): React.ReactElement {
   const registrable =
     job.status === 'completed' && !!handlers.onRegister && !!handlers.hasModel?.(job);
   const label = `${job.name} (${job.id})`;
+  const waiting = waitingLabel(job, now);
   // A cancelled job's error is "cancelled": the badge says it already.
   const error = job.error && job.error !== job.status ? job.error : null;
   return (
@@ -69,27 +72,29 @@ export function JobTableRow(props: IJobTableRowProps): React.ReactElement {
       }}
     >
       <th scope="row" className="nbrunner-JobTable-name">
-        <button
-          type="button"
-          className="nbrunner-LinkButton"
-          title={`${job.name} (${job.id}) — ${job.notebook}: open the job's page`}
-          data-testid="nbrunner-job-name"
-          onClick={() => handlers.onDetails(job)}
-        >
-          {job.name}
-        </button>
-        {job.sweep && (
+        <div className="nbrunner-JobTable-nameLine">
           <button
             type="button"
-            className="nbrunner-Tag"
-            data-testid="nbrunner-job-sweep"
-            title={`A trial of sweep ${job.sweep}: show the sweep's trials and leaderboard`}
-            aria-label={`Show the trials of sweep ${job.sweep}`}
-            onClick={() => handlers.onSweep?.(job.sweep!)}
+            className="nbrunner-LinkButton"
+            title={`${job.name} (${job.id}) — ${job.notebook}: open the job's page`}
+            data-testid="nbrunner-job-name"
+            onClick={() => handlers.onDetails(job)}
           >
-            sweep
+            {job.name}
           </button>
-        )}
+          {job.sweep && (
+            <button
+              type="button"
+              className="nbrunner-Tag"
+              data-testid="nbrunner-job-sweep"
+              title={`A trial of sweep ${job.sweep}: show the sweep's trials and leaderboard`}
+              aria-label={`Show the trials of sweep ${job.sweep}`}
+              onClick={() => handlers.onSweep?.(job.sweep!)}
+            >
+              sweep
+            </button>
+          )}
+        </div>
         {error && (
           <div className="nbrunner-JobTable-error" data-testid="nbrunner-job-error" title={error}>
             {error}
@@ -99,6 +104,17 @@ export function JobTableRow(props: IJobTableRowProps): React.ReactElement {
       <td className="nbrunner-JobTable-status">
         <StatusBadge status={job.status} />
         {job.status === 'running' && <ProgressBar job={job} />}
+        {waiting && (
+          <div
+            className="nbrunner-WaitingLabel"
+            data-testid="nbrunner-job-waiting"
+            data-code={waiting.code}
+            title={waiting.title}
+            aria-label={`Waiting: ${waiting.title}`}
+          >
+            {waiting.label}
+          </div>
+        )}
       </td>
       <td
         className="nbrunner-JobTable-num"

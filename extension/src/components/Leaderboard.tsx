@@ -1,7 +1,8 @@
 /**
  * The leaderboard of a sweep: one row per planned trial (pending ones too), best
- * objective first; parameters on one line with short numbers (full values in the
- * tooltip), so the table fits the sidebar.
+ * objective first; what matters first (rank, objective, job, status, each wide enough for
+ * its whole value), then the parameters on one line with short numbers in the width left
+ * (full values in the tooltip), so the table fits the sidebar.
  */
 import * as React from 'react';
 
@@ -30,21 +31,21 @@ export function Leaderboard(props: {
       >
         <colgroup>
           <col className="nbrunner-col-rank" />
-          <col className="nbrunner-col-job" />
-          <col className="nbrunner-col-params" />
           <col className="nbrunner-col-objective" />
+          <col className="nbrunner-col-job" />
           <col className="nbrunner-col-status" />
+          <col className="nbrunner-col-params" />
         </colgroup>
         <thead>
           <tr>
             <th scope="col">#</th>
-            <th scope="col">Job</th>
-            <th scope="col">Parameters</th>
             <th scope="col">Objective</th>
+            <th scope="col">Job</th>
             <th scope="col" title="Status">
               <span aria-hidden="true">●</span>
               <span className="nbrunner-sr-only">Status</span>
             </th>
+            <th scope="col">Parameters</th>
           </tr>
         </thead>
         <tbody>
@@ -57,20 +58,13 @@ export function Leaderboard(props: {
               data-rank={entry.rank ?? ''}
             >
               <td>{entry.rank ?? '–'}</td>
-              <td title={entry.job ? (props.names.get(entry.job) ?? entry.job) : 'not started yet'}>
-                {entry.job ? <code>{entry.job}</code> : '–'}
-              </td>
-              <td
-                className="nbrunner-Leaderboard-params"
-                data-testid="nbrunner-leaderboard-params"
-                title={formatParameters(entry.parameters)}
-              >
-                {formatParametersShort(entry.parameters)}
-              </td>
-              <td>
+              <td className="nbrunner-Leaderboard-objective" data-testid="nbrunner-leaderboard-objective">
                 {entry.objective === null || entry.objective === undefined
                   ? '–'
                   : formatNumber(entry.objective)}
+              </td>
+              <td title={entry.job ? (props.names.get(entry.job) ?? entry.job) : 'not started yet'}>
+                {entry.job ? <code>{entry.job}</code> : '–'}
               </td>
               <td>
                 <span
@@ -81,6 +75,13 @@ export function Leaderboard(props: {
                 >
                   <span className="nbrunner-sr-only">{entry.status}</span>
                 </span>
+              </td>
+              <td
+                className="nbrunner-Leaderboard-params"
+                data-testid="nbrunner-leaderboard-params"
+                title={formatParameters(entry.parameters)}
+              >
+                {formatParametersShort(entry.parameters)}
               </td>
             </tr>
           ))}
