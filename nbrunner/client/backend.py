@@ -120,6 +120,9 @@ class Backend(Protocol):
     def wait_ready(self, workers: int, timeout: float) -> None:
         """Block until ``workers`` workers serve the cluster. Raises: TimeoutError."""
 
+    def usage(self, by: str | None = None, since: str | None = None) -> dict[str, Any]:
+        """GPU-hours per account or user per day (the ``GET /usage`` object). Raises: InvalidRequest."""
+
     # ---- sweeps
     def create_sweep(self, notebook: str | os.PathLike, spec: Any, owner: str | None = None,
                      **options: Any) -> SweepState:
@@ -133,6 +136,24 @@ class Backend(Protocol):
 
     def cancel_sweep(self, sweep_id: str) -> SweepState:
         """Cancel a sweep's unfinished trials."""
+
+    # ---- pipelines
+    def create_pipeline(self, source: Any, base: Path, parameters: dict[str, Any] | None = None,
+                        default_name: str = "pipeline") -> dict[str, Any]:
+        """Check a pipeline file's content (notebooks relative to ``base``) and start it; its
+        record. Raises: InvalidRequest (nothing is created)."""
+
+    def pipeline(self, pipeline_id: str) -> dict[str, Any]:
+        """One pipeline's record. Raises: NotFound."""
+
+    def pipelines(self) -> list[dict[str, Any]]:
+        """Every pipeline the caller sees."""
+
+    def cancel_pipeline(self, pipeline_id: str) -> dict[str, Any]:
+        """Cancel running steps, skip pending ones."""
+
+    def rerun_pipeline(self, pipeline_id: str, from_step: str | None = None) -> dict[str, Any]:
+        """A new pipeline reusing the completed steps before ``from_step``."""
 
     # ---- schedules
     def create_schedule(self, request: dict[str, Any], owner: str | None = None) -> ScheduleRecord:

@@ -181,3 +181,32 @@ def test_models_are_listed_alike(backend):
     with pytest.raises(NbrunnerError) as none_saved:
         backend.register_model(rec.id, "nothing")  # the job saved no model
     assert none_saved.value.status in (400, 404, 409) and "\n" not in str(none_saved.value)
+
+
+def test_usage_is_reported_alike(backend):
+    report = backend.usage("user", "1d")
+    assert report["by"] == "user" and {"since", "until", "rows", "totals"} <= set(report)
+    assert all(set(row) == {"day", "user", "gpu_hours"} for row in report["rows"])
+    with pytest.raises(InvalidRequest):
+        backend.usage("planet", "1d")
+
+
+def test_a_pipeline_passes_a_recorded_value_on(backend, shared_workspace):
+    spec = {"name": "contract", "steps": {
+        "first": {"notebook": "hello.ipynb", "parameters": {"TIMES": 2}},
+        "second": {"notebook": "hello.ipynb", "needs": ["first"],
+                   "parameters": {"TIMES": "{{ steps.first.outputs.greetings }}"}}}}
+    rec = backend.create_pipeline(spec, shared_workspace)
+    assert rec["id"] in [p["id"] for p in backend.pipelines()]
+    done = wait_for(lambda: (p := backend.pipeline(rec["id"]))["status"] in ("completed", "failed") and p, 180, 0.3,
+                    "the pipeline")
+    assert done["status"] == "completed"
+    second = backend.job(done["steps"]["second"]["job"])
+    assert second.parameters["TIMES"] == 2 and second.pipeline == rec["id"]
+    again = backend.rerun_pipeline(rec["id"], "second")
+    assert again["id"] != rec["id"] and again["steps"]["first"]["job"] == done["steps"]["first"]["job"]
+    wait_for(lambda: backend.pipeline(again["id"])["status"] == "completed", 180, 0.3, "the rerun")
+    with pytest.raises(NotFound):
+        backend.pipeline("nosuchpipeline")
+    with pytest.raises(InvalidRequest):
+        backend.create_pipeline({"steps": {"a": {"notebook": "hello.ipynb", "needs": ["a"]}}}, shared_workspace)
