@@ -288,6 +288,8 @@ REDIS_STOP_TIMEOUT_S = 10.0
 SETUP_READY_TIMEOUT_S = 60.0
 #: Seconds ``Cluster.wait_ready`` waits by default.
 WAIT_READY_TIMEOUT_S = 30.0
+#: Seconds `job.wait()` waits for the job's change on the event stream before it reads the record anyway.
+WAIT_RECHECK_S = 1.0
 #: Seconds a model server has to start (torch and the model in a fresh interpreter).
 MODEL_SERVER_START_TIMEOUT_S = 120.0
 #: Seconds a model server has to stop before it is killed.
