@@ -11,7 +11,7 @@ import os
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..core.config import SETUP_READY_TIMEOUT_S, SERVICE_URL, WAIT_READY_TIMEOUT_S, Settings, service_token
-from ..core.errors import NoCluster
+from ..core.errors import InvalidRequest, NoCluster
 from ..core.models import PRIORITY_DEFAULT
 from . import session
 from .job import Job
@@ -62,10 +62,24 @@ class Cluster:
                groups: Sequence[str] = (), **extra: Any) -> Job:
         """Queue ``notebook`` with ``parameters``; returns its :class:`Job`.  ``owner`` and ``groups``:
         whose job it is (default: this process's user), and their groups (which may decide its account)."""
-        request = {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},
-                   "name": name, "min_gpus": min_gpus, "max_gpus": max_gpus, "priority": priority,
-                   "timeout": timeout, "kernel": kernel, **extra}
+        request = _request(notebook, parameters, name=name, min_gpus=min_gpus, max_gpus=max_gpus, priority=priority,
+                           timeout=timeout, kernel=kernel, **extra)
         return Job(self, self.backend.submit(request, owner, groups))
+
+    def submit_many(self, jobs: Sequence[dict[str, Any] | str | os.PathLike], *, owner: str | None = None,
+                    groups: Sequence[str] = ()) -> list[Job]:
+        """Queue several jobs at once, all or none; returns their :class:`Job` handles, in order.  Each
+        item is a notebook path, or a dict of :meth:`submit`'s arguments (``{"notebook": ...,
+        "parameters": {...}, "max_gpus": ...}``).  One bad item raises (its message names it,
+        ``jobs[i]: ...``) and none is queued."""
+        requests = []
+        for i, item in enumerate(jobs):
+            if isinstance(item, (str, os.PathLike)):
+                item = {"notebook": item}
+            if not isinstance(item, dict) or "notebook" not in item:
+                raise InvalidRequest(f"jobs[{i}]: a job is a notebook path or a dict with 'notebook'")
+            requests.append(_request(**item))
+        return [Job(self, r) for r in self.backend.submit_many(requests, owner, groups)]
 
     def job(self, job_id: str) -> Job:
         return Job(self, self.backend.job(job_id))
@@ -135,6 +149,15 @@ class Cluster:
             self.supervisor.stop()
             self.supervisor = None
         session.forget(self)
+
+
+def _request(notebook: str | os.PathLike, parameters: dict[str, Any] | None = None, *, name: str | None = None,
+             min_gpus: int = 0, max_gpus: int | None = None, priority: int = PRIORITY_DEFAULT,
+             timeout: float | None = None, kernel: str | None = None, **extra: Any) -> dict[str, Any]:
+    """The job request :meth:`Cluster.submit` makes of its arguments."""
+    return {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},
+            "name": name, "min_gpus": min_gpus, "max_gpus": max_gpus, "priority": priority,
+            "timeout": timeout, "kernel": kernel, **extra}
 
 
 def connect(workspace: str | os.PathLike | None = None) -> Cluster:

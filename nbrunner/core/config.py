@@ -372,6 +372,8 @@ MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
 MAX_CONTENT_BODY = 2 * MAX_NOTEBOOK_BYTES
 #: Trials of one sweep.
 MAX_TRIALS = 1000
+#: Job requests one ``POST /jobs`` (or ``cluster.submit_many``) may carry.
+MAX_BULK_JOBS = 1000
 #: A schedule's ``every``, in seconds (a leap year).
 MAX_EVERY_S = 366 * 24 * 3600
 #: Characters of a schedule's ``cron``.
