@@ -172,9 +172,11 @@ def check_kernel(kernel: str) -> None:
     known = _KERNELS.get(kernel)
     if known is not None and os.path.isdir(known):
         return
-    from .kernelspecs import installed
+    from .kernelspecs import find
 
-    found = installed(kernel)  # without importing IPython
+    found = find(kernel)  # without importing IPython
+    if isinstance(found, str):
+        _KERNELS[kernel] = found  # its directory: trusted while it exists, as below
     if found is None:  # a case only jupyter_client itself can settle
         from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
