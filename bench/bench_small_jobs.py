@@ -84,7 +84,10 @@ def run(n: int = 50, repeats: int = 5, per_client: int = 50) -> list[dict]:
                 base.append(_timed(_in_process, nb, ws / f"ip{i}.ipynb", i))
             time.sleep(IDLE_S)
             t = time.perf_counter()
-            jobs = cluster.submit_many([{"notebook": nb, "parameters": {"X": i}} for i in range(n)])
+            if hasattr(cluster, "submit_many"):
+                jobs = cluster.submit_many([{"notebook": nb, "parameters": {"X": i}} for i in range(n)])
+            else:  # an older tree (an A/B run with PYTHONPATH): one submit each
+                jobs = [cluster.submit(nb, {"X": i}) for i in range(n)]
             for job in jobs:
                 job.wait(600)
             many = time.perf_counter() - t
