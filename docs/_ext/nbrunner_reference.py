@@ -18,7 +18,7 @@ from pathlib import Path
 # page at the top of docs/ -> the index whose toctree lists it once it exists
 TOPIC_PAGES = {
     "waiting": "howto/index", "notifications": "howto/index", "inputs": "howto/index",
-    "pipelines": "howto/index", "usage": "admin/index", "metrics": "admin/index", "reliability": "admin/index",
+    "pipelines": "howto/index", "bulk-submit": "howto/index", "usage": "admin/index", "metrics": "admin/index", "reliability": "admin/index",
 }
 
 

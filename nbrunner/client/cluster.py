@@ -11,7 +11,7 @@ import os
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..core.config import SETUP_READY_TIMEOUT_S, SERVICE_URL, WAIT_READY_TIMEOUT_S, Settings, service_token
-from ..core.errors import NbrunnerError, NoCluster
+from ..core.errors import InvalidRequest, NbrunnerError, NoCluster
 from ..core.models import PRIORITY_DEFAULT
 from . import session
 from .job import Job
@@ -66,9 +66,8 @@ class Cluster:
         ``max_gpus`` defaults to ``min_gpus`` (0: no GPU); a notebook that trains with ElasticTrainer
         and may hold at most one GPU gets a :class:`~nbrunner.client.advice.SingleLearnerWarning`.
         ``extra``: the other job options (``language``, ``cwd``, ``report_mode``, ``retries``, ...)."""
-        request = {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},
-                   "name": name, "min_gpus": min_gpus, "max_gpus": max_gpus, "priority": priority,
-                   "timeout": timeout, "kernel": kernel, **extra}
+        request = _request(notebook, parameters, name=name, min_gpus=min_gpus, max_gpus=max_gpus, priority=priority,
+                           timeout=timeout, kernel=kernel, **extra)
         job = Job(self, self.backend.submit(request, owner, groups))
         from .advice import warn_single_learner
 
@@ -78,6 +77,21 @@ class Cluster:
             roots = []
         warn_single_learner(notebook, job.record.max_gpus, roots)  # ElasticTrainer with max_gpus <= 1: one learner
         return job
+
+    def submit_many(self, jobs: Sequence[dict[str, Any] | str | os.PathLike], *, owner: str | None = None,
+                    groups: Sequence[str] = ()) -> list[Job]:
+        """Queue several jobs at once, all or none; returns their :class:`Job` handles, in order.  Each
+        item is a notebook path, or a dict of :meth:`submit`'s arguments (``{"notebook": ...,
+        "parameters": {...}, "max_gpus": ...}``).  One bad item raises (its message names it,
+        ``jobs[i]: ...``) and none is queued."""
+        requests = []
+        for i, item in enumerate(jobs):
+            if isinstance(item, (str, os.PathLike)):
+                item = {"notebook": item}
+            if not isinstance(item, dict) or "notebook" not in item:
+                raise InvalidRequest(f"jobs[{i}]: a job is a notebook path or a dict with 'notebook'")
+            requests.append(_request(**item))
+        return [Job(self, r) for r in self.backend.submit_many(requests, owner, groups)]
 
     def job(self, job_id: str) -> Job:
         return Job(self, self.backend.job(job_id))
@@ -183,6 +197,15 @@ class Cluster:
             self.supervisor.stop()
             self.supervisor = None
         session.forget(self)
+
+
+def _request(notebook: str | os.PathLike, parameters: dict[str, Any] | None = None, *, name: str | None = None,
+             min_gpus: int = 0, max_gpus: int | None = None, priority: int = PRIORITY_DEFAULT,
+             timeout: float | None = None, kernel: str | None = None, **extra: Any) -> dict[str, Any]:
+    """The job request :meth:`Cluster.submit` makes of its arguments."""
+    return {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},
+            "name": name, "min_gpus": min_gpus, "max_gpus": max_gpus, "priority": priority,
+            "timeout": timeout, "kernel": kernel, **extra}
 
 
 def connect(workspace: str | os.PathLike | None = None) -> Cluster:

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..core.config import WAIT_RECHECK_S
 from ..core.models import FINISHED
 
 if TYPE_CHECKING:  # imported on use: the CLI's read commands need neither nbformat nor pydantic
@@ -57,13 +58,38 @@ class Job:
         return self.cluster.backend.job_dir(self.id)
 
     def wait(self, timeout: float | None = None, poll: float = 0.2) -> "Job":
-        """Block until the job has finished; TimeoutError after ``timeout`` seconds."""
+        """Block until the job has finished; TimeoutError after ``timeout`` seconds.
+
+        The job's changes on the cluster's event stream wake it (the record is read again then, and
+        at least every ``WAIT_RECHECK_S``); a backend without that stream is asked every ``poll`` s."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while self.refresh().record.status not in FINISHED:
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"job {self.id} still {self.record.status} after {timeout} s")
-            time.sleep(poll)
+        changes = _job_changes(self.cluster.backend)  # before the first read: no change is missed
+        try:
+            while self.refresh().record.status not in FINISHED:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError(f"job {self.id} still {self.record.status} after {timeout} s")
+                step = poll if changes is None else max(poll, WAIT_RECHECK_S)
+                step = step if left is None else min(step, left)
+                if changes is None:
+                    time.sleep(step)
+                else:
+                    self._until_changed(changes, step)
+        finally:
+            if changes is not None:
+                changes.close()
         return self
+
+    def _until_changed(self, changes, wait_s: float) -> None:
+        """Return once ``changes`` names this job (or asks for a reload), or after ``wait_s`` s."""
+        end = time.monotonic() + wait_s
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            for change in changes.read(max(left, 0.001)):
+                if change.get("reload") or change.get("id") == self.id or (change.get("job") or {}).get("id") == self.id:
+                    return
 
     def logs(self, offset: int = 0) -> str:
         """The job's log (what the notebook printed, and learners' logs) from ``offset``."""
@@ -99,6 +125,19 @@ class Job:
         from .widgets import JobWidget
 
         return JobWidget(self)
+
+
+def _job_changes(backend):
+    """The backend's feed of job changes from now on, or None if it has none (it is then polled)."""
+    from ..core.errors import NbrunnerError
+
+    opener = getattr(backend, "job_changes", None)
+    if opener is None:
+        return None
+    try:
+        return opener()
+    except (NbrunnerError, OSError):
+        return None
 
 
 class JobMetrics(dict):

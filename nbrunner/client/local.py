@@ -79,6 +79,10 @@ class LocalBackend:
     def submit(self, request: dict[str, Any], owner: str | None = None, groups: Sequence[str] = ()) -> JobRecord:
         return self.api.submit(self._as(owner, groups), request, base=Path.cwd())
 
+    def submit_many(self, requests: list[dict[str, Any]], owner: str | None = None,
+                    groups: Sequence[str] = ()) -> list[JobRecord]:
+        return self.api.submit_many(self._as(owner, groups), requests, base=Path.cwd())
+
     def cancel(self, job_id: str) -> JobRecord:
         return self.api.cancel(self.caller, job_id)
 

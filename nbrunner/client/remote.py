@@ -216,6 +216,23 @@ class RemoteBackend:
         name, text = notebook_content(request["notebook"])
         return JobRecord.from_dict(self._call("POST", "jobs", {**request, "notebook": name, "content": text}))
 
+    def submit_many(self, requests: list[dict[str, Any]], owner: str | None = None,
+                    groups: Sequence[str] = ()) -> list[JobRecord]:
+        """One ``POST /jobs`` of every request (each notebook read once, sent as content)."""
+        _no_owner(owner, groups)
+        contents: dict[str, tuple[str, str]] = {}
+        body = []
+        for i, request in enumerate(requests):
+            key = str(request["notebook"])
+            if key not in contents:
+                try:
+                    contents[key] = notebook_content(request["notebook"])
+                except NbrunnerError as exc:
+                    raise type(exc)(f"jobs[{i}]: {exc}") from None
+            name, text = contents[key]
+            body.append({**request, "notebook": name, "content": text})
+        return [JobRecord.from_dict(r) for r in self._call("POST", "jobs", {"jobs": body})["jobs"]]
+
     def cancel(self, job_id: str) -> JobRecord:
         return JobRecord.from_dict(self._call("DELETE", f"jobs/{_id(job_id, 'job')}"))
 

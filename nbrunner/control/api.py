@@ -104,6 +104,11 @@ class ClusterAPI(PipelineOperations):
         """Queue a job owned by the caller (see :func:`nbrunner.control.submit.submit`)."""
         return submit.submit(self.store, self.settings, request, owner=caller.name, base=base, groups=caller.groups)
 
+    def submit_many(self, caller: Caller, requests: Any, base: Path | None = None) -> list[JobRecord]:
+        """Queue several jobs owned by the caller, all or none (see :func:`nbrunner.control.submit.submit_many`)."""
+        return submit.submit_many(self.store, self.settings, requests, owner=caller.name, base=base,
+                                  groups=caller.groups)
+
     def cancel(self, caller: Caller, job_id: str) -> JobRecord:
         self.job(caller, job_id)
         return submit.cancel(self.store, job_id, self.settings)

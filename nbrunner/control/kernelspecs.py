@@ -21,6 +21,13 @@ _TEXT_KEYS = ("name", "mimetype", "display_name", "language", "kernel_protocol_v
 def installed(name: str) -> bool | None:
     """True or False as ``KernelSpecManager().get_kernel_spec(name)`` would answer (a spec or
     NoSuchKernel), or None where only it can tell."""
+    found = find(name)
+    return True if isinstance(found, str) else found
+
+
+def find(name: str) -> str | bool | None:
+    """As :func:`installed`, but the directory of the spec where one was found (ipykernel's own
+    ``python3``, which has none here, is True)."""
     from jupyter_core.paths import jupyter_path
 
     if not _VALID_NAME.match(name):
@@ -34,7 +41,7 @@ def installed(name: str) -> bool | None:
         for entry in entries:
             path = os.path.join(kernel_dir, entry)
             if entry.lower() == wanted and os.path.isdir(path) and os.path.isfile(os.path.join(path, "kernel.json")):
-                return True if _plain_spec(path) else None
+                return path if _plain_spec(path) else None
     if any(os.path.isdir(os.path.join(d, "kernels")) for d in _ipython_dirs()):
         return None
     if wanted == NATIVE:

@@ -16,8 +16,8 @@ from collections import OrderedDict
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
-from ..core.config import CHECKED_NOTEBOOKS_BYTES, MAX_NOTEBOOK_BYTES, PURGE_WAIT_S, RETRIES, Settings
-from ..core.errors import Conflict, InvalidRequest
+from ..core.config import CHECKED_NOTEBOOKS_BYTES, MAX_BULK_JOBS, MAX_NOTEBOOK_BYTES, PURGE_WAIT_S, RETRIES, Settings
+from ..core.errors import Conflict, InvalidRequest, NbrunnerError
 from ..core.lifecycle import CancelRequested, Purge, Refused, SetPriority, submitted, transition
 from ..core.models import JobRecord, JobRequest, check_content_name, utcnow
 from ..core.notebooks import load_nbformat, notebook_file
@@ -172,9 +172,11 @@ def check_kernel(kernel: str) -> None:
     known = _KERNELS.get(kernel)
     if known is not None and os.path.isdir(known):
         return
-    from .kernelspecs import installed
+    from .kernelspecs import find
 
-    found = installed(kernel)  # without importing IPython
+    found = find(kernel)  # without importing IPython
+    if isinstance(found, str):
+        _KERNELS[kernel] = found  # its directory: trusted while it exists, as below
     if found is None:  # a case only jupyter_client itself can settle
         from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
@@ -235,6 +237,15 @@ def relative_to_workspace(settings: Settings, path: Path) -> str:
         return str(path)
 
 
+class Prepared(NamedTuple):
+    """A request that passed every check of :func:`submit`, ready to be recorded."""
+    req: JobRequest
+    checked: Checked
+    shown: str
+    stem: str
+    cwd: str | None
+
+
 def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: str | None = None,
            base: Path | None = None, groups: Sequence[str] = ()) -> JobRecord:
     """Validate a job request, snapshot its notebook to ``runs/<id>/input.ipynb`` and queue it;
@@ -244,6 +255,12 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: 
     The notebook is the file ``notebook`` names (inside the workspace), or, when the request
     carries ``content`` (the notebook's JSON object or text), that content, which ``notebook``
     then names as given (a relative path: the job's name and working directory)."""
+    return _record(store, settings, *prepare(settings, request, base), owner, groups)
+
+
+def prepare(settings: Settings, request: dict[str, Any], base: Path | None = None) -> Prepared:
+    """Every check of :func:`submit` on one request (InvalidRequest says what is wrong); nothing
+    is written."""
     request, content = split_content(request)
     req = JobRequest.parse(request)
     if content is None:
@@ -261,12 +278,55 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: 
     if req.language:
         check_language(req.language)
     cwd = resolve_cwd(settings, req.cwd, base) if req.cwd else None
-    return _record(store, settings, req, checked, shown, stem, cwd, owner, groups)
+    return Prepared(req, checked, shown, stem, cwd)
+
+
+def submit_many(store: JobStore, settings: Settings, requests: Any, owner: str | None = None,
+                base: Path | None = None, groups: Sequence[str] = ()) -> list[JobRecord]:
+    """Submit a list of job requests, all or none: each is checked as :func:`submit` checks one (the
+    first bad one raises, its message naming it, ``jobs[i]: ...``, and nothing is written), then
+    every snapshot is written and every record stored in one atomic step.  Returns the records, in
+    the order of ``requests``."""
+    if not isinstance(requests, list) or not requests:
+        raise InvalidRequest("jobs must be a non-empty list of job requests")
+    if len(requests) > MAX_BULK_JOBS:
+        raise InvalidRequest(f"at most {MAX_BULK_JOBS} jobs can be submitted at once, got {len(requests)}")
+    ready = []
+    for i, request in enumerate(requests):
+        try:
+            ready.append(prepare(settings, request, base))
+        except NbrunnerError as exc:
+            raise type(exc)(f"jobs[{i}]: {exc}") from None
+    records: list[JobRecord] = []
+    try:
+        for p in ready:
+            records.append(_stage(settings, p, owner, groups))
+        if not store.create_many(records):
+            raise Conflict("a job id was taken meanwhile: nothing was submitted, try again")
+    except BaseException:
+        for rec in records:
+            shutil.rmtree(settings.job_dir(rec.id), ignore_errors=True)
+        raise
+    return records
 
 
 def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Checked, shown: str,
             stem: str, cwd: str | None, owner: str | None, groups: Sequence[str]) -> JobRecord:
     """Snapshot ``checked`` to a new job directory and queue the job ``req`` (already validated)."""
+    record = _stage(settings, Prepared(req, checked, shown, stem, cwd), owner, groups)
+    try:
+        if store.create(record) is None:
+            raise Conflict(f"job id {record.id} already exists")
+    except BaseException:
+        shutil.rmtree(settings.job_dir(record.id), ignore_errors=True)
+        raise
+    return record
+
+
+def _stage(settings: Settings, p: Prepared, owner: str | None, groups: Sequence[str]) -> JobRecord:
+    """A new job directory holding the snapshot of ``p`` and its ``job.json``, and the record to
+    store (the directory is removed again if anything here fails)."""
+    req = p.req
     for _ in range(10):
         job_id = new_id()
         job_dir = settings.job_dir(job_id)
@@ -279,11 +339,11 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Check
         raise Conflict("could not allocate a job id")
     try:
         (job_dir / "logs").mkdir()
-        (job_dir / "input.ipynb").write_text(checked.text, encoding="utf-8")
+        (job_dir / "input.ipynb").write_text(p.checked.text, encoding="utf-8")
         record = submitted(JobRecord(
             id=job_id,
-            name=req.name or stem,
-            notebook=shown,
+            name=req.name or p.stem,
+            notebook=p.shown,
             parameters=req.parameters,
             priority=req.priority,
             min_gpus=req.min_gpus,
@@ -296,16 +356,14 @@ def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Check
             timeout=req.timeout,
             kernel=req.kernel,
             language=req.language,
-            cwd=cwd,
+            cwd=p.cwd,
             report_mode=req.report_mode,
             retries=retries(req),
-            elastic=checked.elastic,
+            elastic=p.checked.elastic,
             pipeline=req.pipeline,
             step=req.step,
         ))
         (job_dir / "job.json").write_text(json.dumps(record.to_dict(), indent=1))
-        if store.create(record) is None:
-            raise Conflict(f"job id {job_id} already exists")
     except BaseException:
         shutil.rmtree(job_dir, ignore_errors=True)
         raise

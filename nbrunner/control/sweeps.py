@@ -275,13 +275,11 @@ def _advance(store: JobStore, settings: Settings, rec: SweepRecord) -> None:
     limit = spec.max_parallel or len(rec.trials)
     unfinished = sum(1 for t in rec.trials if t.state == "submitting"
                      or (t.job and t.job in jobs and not jobs[t.job].finished))
-    for i, trial in enumerate(rec.trials):
-        if unfinished >= limit:
+    while unfinished < limit:  # the next pending trials in one step; a skipped one makes room for another
+        due = [i for i, trial in enumerate(rec.trials) if trial.state == "pending"][:limit - unfinished]
+        if not due:
             break
-        if trial.state != "pending":
-            continue
-        job = _submit_trial(store, settings, rec, i)
-        if job is not None:
+        for job in _submit_trials(store, settings, rec, due):
             jobs[job.id] = job
             unfinished += 1
     done = all(t.state in ("submitted", "skipped", "cancelled") for t in rec.trials) and all(
@@ -319,16 +317,41 @@ def _adopt(store: JobStore, rec: SweepRecord, jobs: dict[str, JobRecord]) -> Non
             rec.trials[i].state = "pending"
 
 
+def _submit_trials(store: JobStore, settings: Settings, rec: SweepRecord, indexes: list[int]) -> list[JobRecord]:
+    """Submit the trials ``indexes`` in one step (:func:`nbrunner.control.submit.submit_many`); if one
+    of them cannot run, each is submitted alone, so that only that one is skipped."""
+    if len(indexes) < 2:
+        return [job for i in indexes if (job := _submit_trial(store, settings, rec, i)) is not None]
+    for i in indexes:
+        rec.trials[i].state = "submitting"
+    _save(store, rec)  # before the jobs exist: a crash now is repaired by _adopt, never a double submit
+    try:
+        created = submit.submit_many(store, settings, [_trial_request(settings, rec, i) for i in indexes],
+                                     owner=rec.owner, groups=rec.groups)
+    except NbrunnerError:
+        return [job for i in indexes if (job := _submit_trial(store, settings, rec, i)) is not None]
+    for i, job in zip(indexes, created):
+        _use_snapshot(settings, rec.id, job.id)
+        rec.trials[i].job, rec.trials[i].state = job.id, "submitted"
+    _save(store, rec)
+    return created
+
+
+def _trial_request(settings: Settings, rec: SweepRecord, index: int) -> dict[str, Any]:
+    """The job request of trial ``index``."""
+    request = {"notebook": str(settings.workspace / rec.notebook), "parameters": rec.trials[index].parameters,
+               "name": trial_name(rec, index), "sweep": rec.id, **rec.options}
+    if rec.from_content:
+        request.update(notebook=rec.notebook, content=_snapshot_text(settings, rec.id))
+    return request
+
+
 def _submit_trial(store: JobStore, settings: Settings, rec: SweepRecord, index: int) -> JobRecord | None:
     trial = rec.trials[index]
     trial.state = "submitting"
     _save(store, rec)  # before the job exists: a crash now is repaired by _adopt, never a double submit
-    request = {"notebook": str(settings.workspace / rec.notebook), "parameters": trial.parameters,
-               "name": trial_name(rec, index), "sweep": rec.id, **rec.options}
     try:
-        if rec.from_content:
-            request.update(notebook=rec.notebook, content=_snapshot_text(settings, rec.id))
-        job = submit.submit(store, settings, request, owner=rec.owner, groups=rec.groups)
+        job = submit.submit(store, settings, _trial_request(settings, rec, index), owner=rec.owner, groups=rec.groups)
     except NbrunnerError as exc:  # e.g. the notebook was deleted meanwhile: this trial cannot run
         trial.state = "skipped"
         trial.error = str(exc)

@@ -304,6 +304,8 @@ REDIS_STOP_TIMEOUT_S = 10.0
 SETUP_READY_TIMEOUT_S = 60.0
 #: Seconds ``Cluster.wait_ready`` waits by default.
 WAIT_READY_TIMEOUT_S = 30.0
+#: Seconds `job.wait()` waits for the job's change on the event stream before it reads the record anyway.
+WAIT_RECHECK_S = 1.0
 #: Seconds a model server has to start (torch and the model in a fresh interpreter).
 MODEL_SERVER_START_TIMEOUT_S = 120.0
 #: Seconds a model server has to stop before it is killed.
@@ -394,6 +396,8 @@ MAX_PIPELINE_STEPS = 100
 PIPELINE_LOCK_TTL_S = 30.0
 #: Seconds a cancel or rerun of a pipeline waits for the pipeline's lock.
 PIPELINE_LOCK_WAIT_S = 10.0
+#: Job requests one ``POST /jobs`` (or ``cluster.submit_many``) may carry.
+MAX_BULK_JOBS = 1000
 #: A schedule's ``every``, in seconds (a leap year).
 MAX_EVERY_S = 366 * 24 * 3600
 #: Characters of a schedule's ``cron``.

@@ -75,6 +75,24 @@ return 1
 """
 
 
+# Create several jobs in one atomic round trip, all or none: KEYS are their records' keys, ARGV[i]
+# the record of KEYS[i]; nothing is written (0) if any key exists.  The commands that follow the
+# records are given as for _CREATE.
+_CREATE_MANY = """
+for i = 1, #KEYS do
+  if redis.call('exists', KEYS[i]) == 1 then return 0 end
+end
+for i = 1, #KEYS do redis.call('set', KEYS[i], ARGV[i]) end
+local i = #KEYS + 1
+while i <= #ARGV do
+  local n = tonumber(ARGV[i])
+  redis.call(unpack(ARGV, i + 1, i + n))
+  i = i + n + 1
+end
+return 1
+"""
+
+
 class _Commands:
     """Records the commands :func:`index_status` queues, for the create script."""
 
@@ -186,6 +204,7 @@ class JobStore:
         self.url = url
         self._page_script = client.register_script(_PAGE)
         self._create_script = client.register_script(_CREATE)
+        self._create_many_script = client.register_script(_CREATE_MANY)
 
     @classmethod
     def from_url(cls, url: str) -> "JobStore":
@@ -205,6 +224,20 @@ class JobStore:
         ops.add("xadd", EVENTS, "MAXLEN", "~", EVENTS_MAXLEN, "*", "type", "submitted", "job", record.id)
         created = self._create_script(keys=[job_key(record.id)], args=[record.to_json(), *ops.args])
         return record if created else None
+
+    def create_many(self, records: list[JobRecord]) -> bool:
+        """Store new jobs (each as :meth:`create` stores one) in one atomic step, all or none; False
+        (nothing written) if an id is taken."""
+        records = [r if r.history else submitted(r) for r in records]
+        score = time.time()
+        ops = _Commands()
+        for i, rec in enumerate(records):  # listed in the order given
+            ops.zadd(JOBS, {rec.id: score + i * 1e-6})
+            index_status(ops, rec, score + i * 1e-6)
+            ops.add("sadd", ACTIVE, rec.id)
+            ops.add("xadd", EVENTS, "MAXLEN", "~", EVENTS_MAXLEN, "*", "type", "submitted", "job", rec.id)
+        keys = [job_key(r.id) for r in records]
+        return bool(self._create_many_script(keys=keys, args=[r.to_json() for r in records] + ops.args))
 
     def get(self, job_id: str) -> JobRecord:
         """The record of ``job_id``; NotFound if there is none."""

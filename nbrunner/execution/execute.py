@@ -25,7 +25,7 @@ from . import as_owner
 from .attempt import die_with_parent, end, finish, job_environment, start_attempt
 from .deadline import Deadline
 from .kernels import kernel_config, kernel_processes, remove_kernel_sockets
-from .warm_kernel import offered, shut_down
+from .warm_kernel import finish_shutdowns, offered, shut_down
 
 nbformat = load_nbformat()  # without jsonschema's slow optional IRI checker (core.notebooks)
 
@@ -183,6 +183,8 @@ def preload() -> None:
     work horses, so that each job does not pay for it."""
     import papermill  # noqa: F401
 
+    from . import ready_client  # noqa: F401 - and the kernel clients each job uses
+
 
 def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kernels: list, deadline: Deadline,
                      km=None) -> None:
@@ -192,6 +194,8 @@ def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kerne
     ``deadline`` ends the whole run at the job's wall-time limit.  ``km``: a kernel already
     started for this job (the worker's pre-warmed one), used by the first try."""
     import papermill as pm
+
+    from .ready_client import ReadyKernelManager
 
     output = job_dir / "output.ipynb"
     for tries_left in reversed(range(KERNEL_START_TRIES)):
@@ -217,7 +221,7 @@ def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kerne
                 request_save_on_cell_execute=True,
                 autosave_cell_every=OUTPUT_AUTOSAVE_S,
                 config=config,
-                **({"km": warm} if warm is not None else {}),
+                **({"km": warm} if warm is not None else {"kernel_manager_class": ReadyKernelManager}),
             )
             return
         except Exception as exc:
@@ -286,4 +290,7 @@ def run_job(job_id: str, attempt: int) -> str:
         cwd = settings.workspace / rec.cwd
     error, timed_out = run_notebook(rec, job_dir, cwd, env, spare,
                                     lambda e, t: finish(store, settings, job_id, attempt, e, t))
-    return end(store, settings, rec, error, timed_out)
+    try:
+        return end(store, settings, rec, error, timed_out)
+    finally:
+        finish_shutdowns()  # the kernel exited while the end was recorded; nothing of it outlives the horse

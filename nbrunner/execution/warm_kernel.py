@@ -111,6 +111,15 @@ class SpareKernel:
             remove_kernel_sockets(self.config)
         self.pid = self.connection_file = self.config = None
 
+    def detach(self) -> "SpareKernel":
+        """Hand the current spare over (to be discarded once it is dead) and keep none: the next
+        :meth:`ensure` starts a new one."""
+        old = SpareKernel.__new__(SpareKernel)
+        old.kernel_name, old.forkserver = self.kernel_name, None
+        old.pid, old.connection_file, old.config = self.pid, self.connection_file, self.config
+        self.pid = self.connection_file = self.config = None
+        return old
+
     def close(self) -> None:
         """Discard the spare and stop the fork server (the worker is stopping)."""
         self.discard()
@@ -166,14 +175,11 @@ class AdoptedProcess:
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        end = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if end is not None and time.monotonic() > end:
-                import subprocess
+        if self.poll() is None and not _exited(self.pid, 1e9 if timeout is None else timeout):
+            import subprocess
 
-                raise subprocess.TimeoutExpired(self.args, timeout)
-            time.sleep(0.05)
-        return self.returncode
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        return self.poll()
 
     def send_signal(self, sig: int) -> None:
         if self.poll() is None:
@@ -208,11 +214,15 @@ PREAMBLE = "(lambda os: (os.chdir({cwd!r}), os.environ.update({env!r})))(__impor
 
 def adopt(spare: dict[str, Any], cwd: str, env: dict[str, str], startup_timeout: float = KERNEL_START_TIMEOUT_S):
     """An async kernel manager (what nbclient drives) for the worker's spare kernel, moved into
-    ``cwd`` and ``env``; raises if it cannot be used (the caller then starts a kernel as usual)."""
-    from jupyter_client import AsyncKernelManager
+    ``cwd`` and ``env``; raises if it cannot be used (the caller then starts a kernel as usual).
+
+    The move is one request on the shell channel, whose reply says the kernel is up: no IOPub and
+    no ``wait_for_ready`` here (nbclient's client asks once more, see :mod:`.ready_client`)."""
     from jupyter_client.provisioning import LocalProvisioner
 
-    km = AsyncKernelManager(kernel_name=spare["kernel_name"], connection_file=spare["connection_file"])
+    from .ready_client import ReadyKernelManager
+
+    km = ReadyKernelManager(kernel_name=spare["kernel_name"], connection_file=spare["connection_file"])
     km.load_connection_file()
     proc = AdoptedProcess(spare["pid"], ["ipykernel (pre-warmed)", str(spare["pid"])])
     provisioner = LocalProvisioner(kernel_id=str(uuid.uuid4()), kernel_spec=km.kernel_spec, parent=km)
@@ -221,12 +231,11 @@ def adopt(spare: dict[str, Any], cwd: str, env: dict[str, str], startup_timeout:
     provisioner.connection_info = km.get_connection_info()
     km.provisioner = provisioner
     ADOPTED.append(proc)
-    kc = km.blocking_client()  # asks km (so the adopted process) whether the kernel lives
-    kc.start_channels()
+    kc = km.blocking_client()
+    kc.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
     try:
-        kc.wait_for_ready(timeout=startup_timeout)
-        reply = kc.execute_interactive(PREAMBLE.format(cwd=cwd, env=env), silent=True, store_history=False,
-                                       timeout=startup_timeout)
+        msg_id = kc.execute(PREAMBLE.format(cwd=cwd, env=env), silent=True, store_history=False)
+        reply = _shell_reply(kc, proc, msg_id, startup_timeout)
         if reply["content"].get("status") != "ok":
             raise RuntimeError(f"setting its directory and environment failed: {reply['content'].get('evalue')}")
     finally:
@@ -234,12 +243,68 @@ def adopt(spare: dict[str, Any], cwd: str, env: dict[str, str], startup_timeout:
     return km
 
 
+def _shell_reply(kc, proc: AdoptedProcess, msg_id: str, timeout: float) -> dict:
+    """The kernel's shell reply to ``msg_id``; RuntimeError if the kernel dies or ``timeout`` passes."""
+    from queue import Empty
+
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            msg = kc.get_shell_msg(timeout=max(0.0, min(1.0, end - time.monotonic())))
+        except Empty:
+            if proc.poll() is not None:
+                raise RuntimeError("the kernel died before it answered") from None
+            if time.monotonic() > end:
+                raise RuntimeError(f"the kernel did not answer in {timeout:g} s") from None
+            continue
+        if msg.get("parent_header", {}).get("msg_id") == msg_id:
+            return msg
+
+
+STOPPING: list = []  # adopted kernels asked to shut down, whose exit :func:`finish_shutdowns` awaits
+
+
 def shut_down(km) -> None:
-    """End an adopted kernel once papermill is done with it (it leaves a kernel it did not
-    start running): asked first, then killed; the worker kills whatever is left."""
+    """Ask an adopted kernel to shut down once papermill is done with it (papermill leaves a kernel
+    it did not start running), without waiting: it exits (about 0.5 s of Python's teardown) while
+    the job's end is recorded; :func:`finish_shutdowns` waits for it before the work horse exits."""
     from jupyter_core.utils import run_sync
 
     try:
-        run_sync(km.shutdown_kernel)(now=False)
-    except Exception:  # noqa: BLE001
+        run_sync(km.request_shutdown)()
+    except Exception:  # noqa: BLE001 - killed below, or by the worker with the job's leftovers
         pass
+    STOPPING.append(km)
+
+
+def finish_shutdowns() -> None:
+    """Wait for the kernels :func:`shut_down` asked to stop (each up to its manager's
+    ``shutdown_wait_time``), kill those still running, and release their managers' resources."""
+    while STOPPING:
+        km = STOPPING.pop()
+        try:
+            proc = km.provisioner.process
+            if not _exited(proc.pid, km.shutdown_wait_time):
+                proc.kill()
+            km.cleanup_resources()
+        except Exception:  # noqa: BLE001 - the worker kills whatever is left
+            pass
+
+
+def _exited(pid: int, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for process ``pid`` (not a child: a pidfd says when it ends)."""
+    import select
+
+    try:
+        fd = os.pidfd_open(pid)
+    except (OSError, AttributeError):  # gone already, or no pidfd here: poll
+        end = time.monotonic() + timeout
+        while _state(pid) not in (None, "Z", "X"):
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.01)
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)

@@ -238,16 +238,18 @@ class NbrunnerWorker(Worker):
             with self._stops_deferred():
                 os.environ.pop(ENV_SPARE, None)
                 self.current = None
+                with self._spare_lock:
+                    used = self.spare.detach()  # single use: killed below with the job's leftovers, used or not
+                self.prepare_kernel()  # the next job's kernel starts while this one's bookkeeping runs
                 agent = getattr(self, "agent", None)
                 keep = agent.pids() if agent else set()  # other jobs' learners stay
+                keep |= {self.spare.pid} if self.spare.pid is not None else set()
                 kill_children(keep=keep | ({self.spare.forkserver.pid} if self.spare.forkserver.alive() else set()))
+                used.discard()
                 if self.run_as_owner:  # before the release is confirmed: whoever sees it finds it done
                     self._revoke(job_id)
                     self._hand_over(job_id)
                 self._settle(job_id, attempt)
-                with self._spare_lock:
-                    self.spare.discard()  # single use: killed above with the job's leftovers, used or not
-                self.prepare_kernel()
 
     def _revoke(self, job_id: str) -> None:
         """Delete the job's Redis user now that none of its processes runs."""

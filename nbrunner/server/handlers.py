@@ -89,17 +89,19 @@ class BaseHandler:
             root = self.settings["nbrunner_root_resolved"] = Path(self.settings["nbrunner_root"]).resolve()
         return root
 
-    def body(self, content: bool = False) -> dict[str, Any]:
+    def body(self, content: bool = False, many: bool = False) -> Any:
         """The request's JSON object, at most MAX_BODY bytes; with ``content``, a body that carries a
-        notebook's ``content`` may have MAX_CONTENT_BODY."""
+        notebook's ``content`` may have MAX_CONTENT_BODY; with ``many``, a JSON array is taken too."""
         raw = self.request.body or b""
         limit = MAX_CONTENT_BODY if content and b'"content"' in raw else MAX_BODY
         if len(raw) > limit:
             raise InvalidRequest(f"request body larger than {limit // 1024} KiB")
         data = loads_json(raw or b"{}")
+        if many and isinstance(data, list):
+            return data
         if not isinstance(data, dict):
             raise InvalidRequest("request body must be a JSON object")
-        if len(raw) > MAX_BODY and data.get("content") is None:
+        if len(raw) > MAX_BODY and data.get("content") is None and not (many and "jobs" in data):
             raise InvalidRequest(f"request body larger than {MAX_BODY // 1024} KiB")
         return data
 
@@ -168,23 +170,46 @@ class JobsHandler(BaseHandler):
 
     @web.authenticated
     async def post(self) -> None:
-        data = self.body(content=True)
-        data["notebook"] = self.relative_path(data.get("notebook"))
-        root = self.root
-        if data.get("content") is None and root != self.api.settings.workspace:  # relative to the server root
-            data["notebook"] = str(root / data["notebook"])
-        if "sweep" in data:
-            raise InvalidRequest("unknown field 'sweep' (trials are created by POST /sweeps)")
-        if "schedule" in data:
-            raise InvalidRequest("unknown field 'schedule' (runs are created by POST /schedules)")
-        for key in ("pipeline", "step"):
-            if key in data:
-                raise InvalidRequest(f"unknown field {key!r} (steps are created by POST /pipelines)")
-        if data.get("cwd") is not None:  # like the notebook: relative to the server root
-            data["cwd"] = str(root / self.relative_path(data["cwd"], "cwd"))
+        """One job request (201: the job), or a list of them, as a JSON array or ``{"jobs": [...]}``
+        (201: ``{"jobs": [...]}``, all created or none)."""
+        data = self.body(content=True, many=True)
+        if isinstance(data, dict) and "jobs" in data and set(data) != {"jobs"}:
+            raise InvalidRequest('a list of job requests comes alone: {"jobs": [...]}')
+        if isinstance(data, list) or "jobs" in data:
+            entries = data if isinstance(data, list) else data["jobs"]
+            if not isinstance(entries, list):
+                raise InvalidRequest("jobs must be a list of job requests")
+            requests = [self._job_request(entry, i) for i, entry in enumerate(entries)]
+            records = await self.in_thread(self.api.submit_many, self.caller, requests)
+            self.reply({"jobs": [r.to_dict() for r in records]}, 201)
+            return
         # concurrent submits share Redis's fsyncs
-        rec = await self.in_thread(self.api.submit, self.caller, data)
+        rec = await self.in_thread(self.api.submit, self.caller, self._job_request(data))
         self.reply(rec.to_dict(), 201)
+
+    def _job_request(self, data: Any, index: int | None = None) -> dict[str, Any]:
+        """A request of ``POST /jobs`` with its paths taken from the server root (``index``: its place
+        in a list, named by the error)."""
+        try:
+            if not isinstance(data, dict):
+                raise InvalidRequest("a job request must be a JSON object")
+            data = dict(data)
+            data["notebook"] = self.relative_path(data.get("notebook"))
+            root = self.root
+            if data.get("content") is None and root != self.api.settings.workspace:  # relative to the server root
+                data["notebook"] = str(root / data["notebook"])
+            if "sweep" in data:
+                raise InvalidRequest("unknown field 'sweep' (trials are created by POST /sweeps)")
+            if "schedule" in data:
+                raise InvalidRequest("unknown field 'schedule' (runs are created by POST /schedules)")
+            for key in ("pipeline", "step"):
+                if key in data:
+                    raise InvalidRequest(f"unknown field {key!r} (steps are created by POST /pipelines)")
+            if data.get("cwd") is not None:  # like the notebook: relative to the server root
+                data["cwd"] = str(root / self.relative_path(data["cwd"], "cwd"))
+        except InvalidRequest as exc:
+            raise exc if index is None else InvalidRequest(f"jobs[{index}]: {exc}") from None
+        return data
 
 
 class JobHandler(BaseHandler):

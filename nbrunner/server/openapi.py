@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..core.config import JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_FILTER, PAGE_SCAN_MAX
+from ..core.config import JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BULK_JOBS, MAX_FILTER, PAGE_SCAN_MAX
 from ..core.models import PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, STATUSES, WAITING_CODES
 from . import openapi_pipelines
 
@@ -148,9 +148,19 @@ PATHS: dict[str, dict[str, Any]] = {
                              "description": "cursor of the next page, or null on the last one"}}},
                     "a page of jobs"), "headers": {"X-Total-Count": {
                         "description": "with Prefer: count=exact", "schema": {"type": "integer"}}}}, **BAD}},
-        "post": {"summary": "Submit a notebook as a job",
-                 "requestBody": {"required": True, "content": {"application/json": {"schema": _ref("JobRequest")}}},
-                 "responses": {"201": _json(_ref("Job"), "the queued job"), **BAD}},
+        "post": {"summary": "Submit a notebook as a job, or several jobs at once (all or none)",
+                 "requestBody": {"required": True, "content": {"application/json": {"schema": {"oneOf": [
+                     _ref("JobRequest"),
+                     {"type": "array", "items": _ref("JobRequest"), "minItems": 1, "maxItems": MAX_BULK_JOBS},
+                     {"type": "object", "required": ["jobs"], "additionalProperties": False,
+                      "properties": {"jobs": {"type": "array", "items": _ref("JobRequest"), "minItems": 1,
+                                              "maxItems": MAX_BULK_JOBS}}}]}}},
+                                 "description": "one job request; or a list of them (a JSON array, or {\"jobs\": "
+                                                "[...]}): each is checked, and either every job is created or none "
+                                                "(the 400 names the first bad one, jobs[i])"},
+                 "responses": {"201": _json({"oneOf": [_ref("Job"), {
+                     "type": "object", "properties": {"jobs": {"type": "array", "items": _ref("Job")}}}]},
+                     "the queued job; for a list, {\"jobs\": [...]}, in the order given"), **BAD}},
     },
     "/jobs/{job_id}": {
         "parameters": [JOB_ID],

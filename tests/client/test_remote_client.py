@@ -230,3 +230,35 @@ def test_read_commands_over_rest_stay_light(service, home):
         p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=home,
                            env=remote_env(service), timeout=60)
         assert p.returncode == 0 and "LOADED []" in p.stdout, (args, p.stdout[-500:], p.stderr)
+
+
+BULK = textwrap.dedent("""
+    import json
+    import nbrunner
+    from nbrunner.core.errors import InvalidRequest
+
+    cluster = nbrunner.connect()
+    before = len(cluster.jobs())
+    try:
+        cluster.submit_many([{"notebook": "greet.ipynb"}, {"notebook": "greet.ipynb", "max_gpus": -1}])
+    except InvalidRequest as exc:
+        refused = str(exc)
+    after_refusal = len(cluster.jobs())
+    jobs = cluster.submit_many([{"notebook": "greet.ipynb", "parameters": {"WHO": w}} for w in ("x", "y")])
+    print(json.dumps({"refused": refused, "unchanged": after_refusal == before,
+                      "jobs": [j.wait(timeout=120).to_dict() for j in jobs]}))
+""")
+
+
+def test_submit_many_over_rest_all_or_none(service, home, cluster):
+    """``cluster.submit_many`` through the service: one POST /jobs, the first bad entry named, nothing
+    created for it; then both jobs of a good list run from the notebook sent as content."""
+    p = subprocess.run([sys.executable, "-c", BULK], capture_output=True, text=True, cwd=home,
+                       env=remote_env(service), timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.splitlines()[-1])
+    assert out["refused"].startswith("jobs[1]: ") and "max_gpus" in out["refused"] and out["unchanged"]
+    assert [j["parameters"] for j in out["jobs"]] == [{"WHO": "x"}, {"WHO": "y"}]
+    for job in out["jobs"]:
+        assert job["status"] == "completed" and job["notebook"] == "greet.ipynb"
+        assert "greetings " + job["parameters"]["WHO"] in cluster.job(job["id"]).logs()

@@ -89,3 +89,17 @@ def test_requests_are_counted_by_the_documented_route_pattern():
     doc = document()
     for pattern, handler in routes():
         assert handler.route == openapi_path(pattern) and handler.route in doc["paths"], pattern
+
+
+def test_post_jobs_documents_the_bulk_form():
+    """POST /jobs takes one request or a list of them (an array or {"jobs": [...]}), all or none."""
+    from nbrunner.core.config import MAX_BULK_JOBS
+
+    post = document()["paths"]["/jobs"]["post"]
+    forms = post["requestBody"]["content"]["application/json"]["schema"]["oneOf"]
+    assert forms[0] == {"$ref": "#/components/schemas/JobRequest"}
+    assert forms[1]["type"] == "array" and forms[1]["maxItems"] == MAX_BULK_JOBS
+    assert forms[2]["required"] == ["jobs"] and forms[2]["properties"]["jobs"]["items"] == forms[0]
+    answers = post["responses"]["201"]["content"]["application/json"]["schema"]["oneOf"]
+    assert answers[1]["properties"]["jobs"]["items"] == {"$ref": "#/components/schemas/Job"}
+    assert "all or none" in post["summary"] and "400" in post["responses"]
