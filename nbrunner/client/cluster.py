@@ -61,7 +61,9 @@ class Cluster:
                timeout: float | None = None, kernel: str | None = None, owner: str | None = None,
                groups: Sequence[str] = (), **extra: Any) -> Job:
         """Queue ``notebook`` with ``parameters``; returns its :class:`Job`.  ``owner`` and ``groups``:
-        whose job it is (default: this process's user), and their groups (which may decide its account)."""
+        whose job it is (default: this process's user), and their groups (which may decide its account).
+        ``extra``: other job options, e.g. ``inputs=["data/"]`` (files or folders beside the notebook,
+        copied into the job's working directory) or ``notify=["mailto:me@example.org"]``."""
         request = {"notebook": str(notebook), "parameters": parameters if parameters is not None else {},
                    "name": name, "min_gpus": min_gpus, "max_gpus": max_gpus, "priority": priority,
                    "timeout": timeout, "kernel": kernel, **extra}

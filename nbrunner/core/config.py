@@ -147,6 +147,19 @@ SERVICE_URL = Variable("NBRUNNER_SERVICE_URL",
 TOKEN = Variable("NBRUNNER_TOKEN", "the API token sent to `NBRUNNER_SERVICE_URL`",
                  shown="`$JUPYTERHUB_API_TOKEN`")
 
+MAX_INPUT_BYTES = Variable("NBRUNNER_MAX_INPUT_BYTES", "bytes of one job's `inputs` in all (past it: a 413)",
+                          64 * 1024 * 1024, "count", shown="67108864 (64 MiB)")
+SMTP_URL = Variable("NBRUNNER_SMTP_URL", "the SMTP server `mailto:` notifications go through: `smtp://host:port` "
+                    "(`smtps://` for TLS; `user:password@` and `?from=ADDRESS` optional)", shown="unset: no e-mail")
+NOTIFY_ALLOW = Variable("NBRUNNER_NOTIFY_ALLOW", "the notification targets users may name: schemes (`mailto`, "
+                        "`slack`) and `scheme://host` entries, comma-separated", "mailto", shown="`mailto`")
+NOTIFY_RETRIES = Variable("NBRUNNER_NOTIFY_RETRIES", "times a failed notification is sent again (with back-off)",
+                          5, "count")
+NOTIFY_BACKOFF = Variable("NBRUNNER_NOTIFY_BACKOFF_S", "seconds before a failed notification's first retry "
+                          "(doubling for each next one, at most an hour)", 30, "seconds")
+NOTIFY_PAGE_URL = Variable("NBRUNNER_NOTIFY_PAGE_URL", "the JupyterLab URL notifications link a job's page to "
+                           "(`<URL>?nbrunner-job=<id>`)", shown="unset: no link")
+
 #: The variable holding a JupyterHub user's API token in their server (``NBRUNNER_TOKEN`` overrides it).
 HUB_TOKEN_NAME = "JUPYTERHUB_API_TOKEN"
 #: The variable naming the JupyterHub user in their server (whose jobs ``mine=True`` shows).
@@ -194,6 +207,7 @@ JOB_CHANNEL = Variable("NBRUNNER_JOB_CHANNEL", "`worker`: a job's processes ask 
 #: Every variable, users' first.
 VARIABLES = (WORKSPACE, REDIS_URL, STORAGE, RETRIES, WORKER_TTL, LEASE_TTL, GOODPUT_QUEUE, KEEP_DAYS, RUNTIME_DIR,
              WARM_KERNEL, LAB_TOKEN, ELASTIC_THREADS, ELASTIC_CPUS, ELASTIC_KEEP_LOGS, SERVICE_URL, TOKEN,
+             MAX_INPUT_BYTES, SMTP_URL, NOTIFY_ALLOW, NOTIFY_RETRIES, NOTIFY_BACKOFF, NOTIFY_PAGE_URL,
              HOST, HOST_ADDR, JOB_ID, JOB_DIR, GPUS, SLOT_SOURCE, SPARE_KERNEL, WARM_IMPORTS, LEARNER_LOADED,
              ELASTIC_SYSPATH, ELASTIC_DEVICE, ELASTIC_STORE_TIMEOUT, ELASTIC_STANDBY, MIN_UID, RUN_AS_OWNER, JOB_CHANNEL)
 #: The variables users set (the README's configuration table).

@@ -18,6 +18,7 @@ import msgspec
 
 from .config import MAX_TIMEOUT_S, RETRIES_DEFAULT
 from .errors import InvalidRequest
+from .inputs import InputRef, check_paths
 from .limits import MAX_INT64, check_request
 
 
@@ -69,7 +70,7 @@ PUBLIC_FIELDS = (
     "history",
 )
 # Bookkeeping fields that ``to_dict()`` (the REST and ``--json`` job) shows after the public ones.
-SHOWN_EXTRA = ("timeout", "kernel", "attempt", "worker", "queue_position", "groups", "account", "reclaimed")
+SHOWN_EXTRA = ("timeout", "kernel", "attempt", "worker", "queue_position", "groups", "account", "reclaimed", "inputs")
 
 
 def utcnow() -> str:
@@ -226,6 +227,9 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     throughput: dict[str, float] = {}  # elastic: samples/s by learner count (goodput)
     pause_s: float | None = None  # elastic: the last resize's measured pause (goodput)
     efficiency: dict[str, float] = {}  # elastic, adaptive batch: statistical efficiency by learner count (goodput)
+    inputs: list[str] = []  # files and folders beside the notebook, copied into its working directory (core.inputs)
+    input_refs: list[InputRef] = []  # what each input is in the input store
+    notify: dict[str, list[str]] | None = None  # the job's own notification settings (core.notify_targets)
 
     def __post_init__(self) -> None:
         if type(self.status) is not JobStatus:  # made in code with a plain string (decoding gives the enum)
@@ -293,9 +297,16 @@ class JobRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     sweep: str | None = None
     schedule: str | None = None  # the schedule this job is a run of
     retries: int | None = None
+    inputs: list[str] = []  # paths relative to the notebook's directory (core.inputs)
+    notify: Any = None  # {"targets", "on"} or a list of targets: overrides the owner's settings for this job
 
     def __post_init__(self) -> None:
         self.notebook = check_notebook(self.notebook)
+        self.inputs = check_paths(self.inputs)
+        if self.notify is not None:
+            from .notify_targets import check_job_notify
+
+            self.notify = check_job_notify(self.notify)
         self.parameters = check_parameters(self.parameters)
         self.name = check_name(self.name)
         for field in ("min_gpus", "max_gpus", "retries"):

@@ -85,12 +85,21 @@ class BaseHandler:
         notebook's ``content`` may have MAX_CONTENT_BODY."""
         raw = self.request.body or b""
         limit = MAX_CONTENT_BODY if content and b'"content"' in raw else MAX_BODY
+        if content and b'"inputs_content"' in raw:  # a job's inputs, sent with it (core.inputs)
+            from ..core.config import MAX_INPUT_BYTES
+            from ..core.errors import TooLarge
+            from ..core.inputs import body_allowance
+
+            limit += body_allowance(MAX_INPUT_BYTES.count())
+            if len(raw) > limit:
+                raise TooLarge(f"inputs are larger than the limit of {MAX_INPUT_BYTES.count()} bytes "
+                               f"({MAX_INPUT_BYTES.name})")
         if len(raw) > limit:
             raise InvalidRequest(f"request body larger than {limit // 1024} KiB")
         data = loads_json(raw or b"{}")
         if not isinstance(data, dict):
             raise InvalidRequest("request body must be a JSON object")
-        if len(raw) > MAX_BODY and data.get("content") is None:
+        if len(raw) > MAX_BODY and data.get("content") is None and data.get("inputs_content") is None:
             raise InvalidRequest(f"request body larger than {MAX_BODY // 1024} KiB")
         return data
 

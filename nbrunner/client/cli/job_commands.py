@@ -27,6 +27,12 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
            priority: int = typer.Option(PRIORITY_DEFAULT, "--priority"),
            timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds"),
            kernel: Optional[str] = typer.Option(None, "--kernel"),
+           inputs: Optional[list[str]] = typer.Option(None, "--input", metavar="PATH",
+                                                      help="a file or folder beside the notebook the job reads "
+                                                           "(copied into its working directory; repeatable)"),
+           notify: Optional[list[str]] = typer.Option(None, "--notify", metavar="TARGET",
+                                                      help="tell this target when the job ends, instead of your "
+                                                           "`nbrunner notify` targets (repeatable)"),
            wait: bool = typer.Option(False, "--wait", help="block until the job ends; exit 0 only if it completed"),
            as_json: bool = typer.Option(False, "--json"),
            workspace: Optional[Path] = DirOption) -> None:
@@ -46,8 +52,11 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
         parameters.update(loaded)
     parameters.update(typed_parameters(param))
     cluster = cluster_of(workspace)
+    extra: dict[str, Any] = {"inputs": inputs} if inputs else {}
+    if notify:
+        extra["notify"] = notify
     job = cluster.submit(notebook, parameters, name=name, min_gpus=min_gpus, max_gpus=max_gpus,
-                         priority=priority, timeout=timeout, kernel=kernel)
+                         priority=priority, timeout=timeout, kernel=kernel, **extra)
     if not wait:
         print_json(job.to_dict()) if as_json else print(job.id)
         return
