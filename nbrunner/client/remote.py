@@ -347,6 +347,16 @@ class RemoteBackend:
     def delete_schedule(self, schedule_id: str) -> None:
         self._call("DELETE", f"schedules/{_id(schedule_id, 'schedule')}")
 
+    # ---- notifications --------------------------------------------------------------------------
+    def notifications(self) -> dict[str, Any]:
+        return self._call("GET", "me/notifications")
+
+    def set_notifications(self, settings: dict[str, Any]) -> dict[str, Any]:
+        return self._call("PUT", "me/notifications", settings)
+
+    def notification_log(self) -> list[dict[str, Any]]:
+        return self._call("GET", "me/notifications/log")["log"]
+
     # ---- models ---------------------------------------------------------------------------------
     def register_model(self, job_id: str, name: str) -> dict[str, Any]:
         from ..serving.registry import public

@@ -325,6 +325,19 @@ EVENTS_MAX_BLOCK_S = 4.0
 #: Seconds without a change after which the push channel sends a heartbeat (and its position).
 PUSH_HEARTBEAT_S = 15.0
 
+#: Seconds between the notification sender's looks for notifications that are due.
+NOTIFY_POLL_S = 0.25
+#: Seconds a sender holds a notification it took; one not sent by then (its sender died) is sent again.
+NOTIFY_CLAIM_S = 120.0
+#: Seconds one delivery (an SMTP session, an Apprise post) may take.
+NOTIFY_SEND_TIMEOUT_S = 30.0
+#: The longest wait before a failed notification's next retry, in seconds.
+NOTIFY_BACKOFF_MAX_S = 3600.0
+#: Seconds an entry of the event stream may wait, taken by a dead reader, before another takes it over.
+NOTIFY_STALE_ENTRY_S = 30.0
+#: Seconds the mark that an end was turned into notifications is kept (against telling it twice).
+NOTIFY_ONCE_TTL_S = 7 * 24 * 3600
+
 # ---- sizes and batches ---------------------------------------------------------------------------
 
 #: Events kept in the event stream (approximately).
@@ -355,6 +368,9 @@ JOBS_PAGE_MAX = 10000
 CHECKED_NOTEBOOKS_BYTES = 16 * 1024 * 1024
 #: Bytes a download streams, or a model server reads away, at a time.
 IO_CHUNK_BYTES = 1 << 20
+
+#: Deliveries a user's notification log keeps (the newest).
+NOTIFY_LOG_KEPT = 200
 
 # ---- input limits (the README's "Limits") -------------------------------------------------------
 

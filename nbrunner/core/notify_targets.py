@@ -96,7 +96,8 @@ def check_target(target: Any, allow: str | None = None) -> str:
         raise InvalidRequest(f"malformed notification target {_short(target)!r}") from None
     entries = parse_allow(NOTIFY_ALLOW.text() if allow is None else allow)
     if not any(scheme == kind and (h is None or h == host) and (p is None or p == port) for scheme, h, p in entries):
-        where = f"{kind}://{host}" if host and kind != "mailto" else kind
+        # the host only where the list names hosts of that scheme: elsewhere it may be a secret (slack://TOKEN/...)
+        where = f"{kind}://{host}" if host and kind != "mailto" and any(s == kind and h for s, h, _ in entries) else kind
         raise InvalidRequest(f"notification target {where} is not allowed on this cluster (allowed: "
                              f"{', '.join(_entry(e) for e in entries) or 'nothing'}; {NOTIFY_ALLOW.name})")
     if kind != "mailto":

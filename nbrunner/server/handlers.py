@@ -431,6 +431,32 @@ class ScheduleHandler(BaseHandler):
         self.finish()
 
 
+class NotificationsHandler(BaseHandler):
+    """``GET``/``PUT /me/notifications``: the caller's ``{"targets", "on"}`` (control.notifications)."""
+
+    @web.authenticated
+    def get(self) -> None:
+        from ..control.notifications import user_settings
+
+        self.reply(user_settings(self.api.store.r, self.caller.name))
+
+    @web.authenticated
+    def put(self) -> None:
+        from ..control.notifications import set_user_settings
+
+        self.reply(set_user_settings(self.api.store.r, self.caller.name, self.body()))
+
+
+class NotificationLogHandler(BaseHandler):
+    """``GET /me/notifications/log``: the caller's deliveries, newest first (secrets masked)."""
+
+    @web.authenticated
+    def get(self) -> None:
+        from ..control.notifications import delivery_log
+
+        self.reply({"log": delivery_log(self.api.store.r, self.caller.name)})
+
+
 # ---- models: the registry and model servers ---------------------------------------------------
 
 
@@ -558,5 +584,7 @@ def routes(host: type = JupyterRoute, api: str = API) -> list[tuple[str, type]]:
         (rf"{API}/models/?", ModelsHandler),
         (rf"{API}/models/serving/?", ModelServingHandler),
         (rf"{API}/models/serving/(?P<name>[^/]+)/?", ModelServerHandler),
+        (rf"{API}/me/notifications/?", NotificationsHandler),
+        (rf"{API}/me/notifications/log/?", NotificationLogHandler),
         (rf"{API}/openapi.json", OpenAPIHandler),
     ]]

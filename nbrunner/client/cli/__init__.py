@@ -6,13 +6,13 @@ models), and :mod:`.fast` (:func:`main`, with its fast path for plain arguments)
 commands (``jobs``, ``show``, ``logs``, ``cluster``, ``list``) answer about as fast as ``rq info``:
 they read records with msgspec and print plain text (no rich).
 """
-from . import cluster_commands, job_commands, sweep_commands  # noqa: F401  (they register their commands)
+from . import cluster_commands, job_commands, notify_commands, sweep_commands  # noqa: F401  (they register their commands)
 from .app import app
 from .fast import main
 
 # `nbrunner --help` lists the commands in this order (each module registers its own)
 COMMANDS = ("up", "submit", "jobs", "show", "logs", "cancel", "rerun", "delete", "download", "priority", "cluster",
-            "share", "list", "worker", "scheduler", "service", "sweep", "serve")
+            "share", "list", "worker", "scheduler", "service", "sweep", "serve", "notify")
 
 
 def _name(info) -> str:
