@@ -35,6 +35,7 @@ import { JobLogView } from './log-view';
 import { addModelsPanel } from './models-plugin';
 import { Created, runAsJob } from './run-as-job';
 import { schedulesPlugin, ScheduleCommandIDs } from './schedules-plugin';
+import { notificationsPlugin, NotifyCommandIDs } from './notifications-plugin';
 import { JobNotifier } from './notifier';
 import { IJob } from './types';
 
@@ -117,7 +118,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       openJob: job =>
         void commands.execute(JobPageCommandIDs.openJob, { id: job.id, name: job.name }),
       openCluster: () => void commands.execute(CommandIDs.openCluster),
-      openSchedules: () => void commands.execute(ScheduleCommandIDs.openSchedules)
+      openSchedules: () => void commands.execute(ScheduleCommandIDs.openSchedules),
+      openNotifications: () => void commands.execute(NotifyCommandIDs.openNotifications)
     };
     const panel = new JobsPanel({
       ...panelOptions,
@@ -393,4 +395,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [plugin, schedulesPlugin];
+export default [plugin, schedulesPlugin, notificationsPlugin];
