@@ -69,6 +69,7 @@ def notify_cluster(smtp, webhook):
     ws = short_tmpdir("nbnt")
     make_notebook(ws / "ok.ipynb", "print('fine')")
     make_notebook(ws / "boom.ipynb", "raise ValueError('boom')")
+    make_notebook(ws / "trial.ipynb", "import nbrunner\nnbrunner.record('n', N)", parameters="N = 0")
     env = {"NBRUNNER_SMTP_URL": f"smtp://127.0.0.1:{smtp[1]}?from=nbrunner@example.org",
            "NBRUNNER_NOTIFY_ALLOW": "mailto,json://127.0.0.1", "NBRUNNER_NOTIFY_RETRIES": "2",
            "NBRUNNER_NOTIFY_BACKOFF_S": "0.4", "NBRUNNER_NOTIFY_PAGE_URL": "https://lab.example.org/lab"}
@@ -138,6 +139,21 @@ def test_a_jobs_own_notify_overrides_its_owners_settings(notify_cluster, smtp):
     job.wait(timeout=120)
     wait_for(lambda: log_of(notify_cluster, f"job {job.id}", "sent"), 60, 0.2, "bob's mail")
     assert [m["to"] for m in inbox.messages if job.id in m["text"]] == [["bob@example.org"]]
+
+
+def test_a_sweep_is_told_once_when_it_ends_and_its_trials_not_one_by_one(notify_cluster, webhook):
+    posts, port = webhook
+    notify_cluster.backend.set_notifications({"targets": [f"json://127.0.0.1:{port}/ok"],
+                                              "on": ["sweep", "completed"]})
+    spec = {"parameters": {"N": [1, 2]}, "objective": {"metric": "n", "mode": "max"}}
+    sweep = notify_cluster.sweep(notify_cluster.settings.workspace / "trial.ipynb", spec)
+    sweep.wait(timeout=180)
+    wait_for(lambda: log_of(notify_cluster, f"sweep {sweep.id}", "sent"), 60, 0.2, "the sweep's post")
+    told = [p[1] for p in posts if sweep.id in p[1]["message"]]
+    assert len(told) == 1 and told[0]["title"].startswith("nbrunner: sweep ") and "2 trials" in told[0]["message"]
+    trials = {j.id for j in sweep.jobs}
+    assert len(trials) == 2 and not [e for e in notify_cluster.backend.notification_log()
+                                     if e["subject"].split()[-1] in trials]
 
 
 def test_a_pipelines_end_is_told_through_notify_pipeline_ended(notify_cluster, webhook):
