@@ -2,6 +2,7 @@
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, MainAreaWidget } from '@jupyterlab/apputils';
 
+import { linkTarget } from './notifications';
 import { NotificationSettings } from './notifications-widget';
 
 export namespace NotifyCommandIDs {
@@ -37,5 +38,12 @@ export const notificationsPlugin: JupyterFrontEndPlugin<void> = {
       }
     });
     palette?.addItem({ command: NotifyCommandIDs.openNotifications, category: 'nbrunner' });
+    // A notification's link (`<lab>?nbrunner-job=ID`, `?nbrunner-sweep=ID`) opens what it is about.
+    const link = linkTarget(window.location.search); // read now: the router may rewrite the URL
+    void app.restored.then(() => {
+      if (link) {
+        void app.commands.execute(link.command, link.args);
+      }
+    });
   }
 };

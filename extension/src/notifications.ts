@@ -77,3 +77,22 @@ export function settingsFromForm(form: INotifyForm): INotificationSettings | str
   }
   return { targets, on: NOTIFY_EVENTS.filter(e => form.on.has(e)) };
 }
+
+const ID = /^[a-z0-9]{1,32}$/;
+
+/** The command a notification's link asks for: `?nbrunner-job=ID` opens the job's page,
+ * `?nbrunner-sweep=ID` the Jobs panel on the sweep's trials; null for any other page. */
+export function linkTarget(
+  search: string
+): { command: string; args: { id?: string; name?: string; sweep?: string } } | null {
+  const params = new URLSearchParams(search);
+  const job = params.get('nbrunner-job');
+  if (job && ID.test(job)) {
+    return { command: 'nbrunner:open-job', args: { id: job, name: job } };
+  }
+  const sweep = params.get('nbrunner-sweep');
+  if (sweep && ID.test(sweep)) {
+    return { command: 'nbrunner:open-jobs', args: { sweep } };
+  }
+  return null;
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { formFromSettings, NOTIFY_EVENTS, settingsFromForm } from '../src/notifications';
+import { formFromSettings, linkTarget, NOTIFY_EVENTS, settingsFromForm } from '../src/notifications';
 
 describe('formFromSettings', () => {
   it('puts the first e-mail target in the address field and every other target on a line', () => {
@@ -32,5 +32,17 @@ describe('settingsFromForm', () => {
   it('says in one line what cannot be saved', () => {
     expect(settingsFromForm({ email: 'alice', urls: '', on: new Set() })).toMatch(/not an e-mail address/);
     expect(settingsFromForm({ email: '', urls: 'hooks.example.org', on: new Set() })).toMatch(/not an Apprise URL/);
+  });
+});
+
+describe('linkTarget', () => {
+  it('opens the job page or the sweep a notification links to, and nothing else', () => {
+    expect(linkTarget('?token=t&nbrunner-job=ab12cd34')).toEqual({
+      command: 'nbrunner:open-job',
+      args: { id: 'ab12cd34', name: 'ab12cd34' }
+    });
+    expect(linkTarget('?nbrunner-sweep=s1')).toEqual({ command: 'nbrunner:open-jobs', args: { sweep: 's1' } });
+    expect(linkTarget('?nbrunner-job=../x')).toBeNull();
+    expect(linkTarget('?token=t')).toBeNull();
   });
 });

@@ -50,3 +50,12 @@ def test_the_bell_opens_the_settings_which_save_through_rest_and_read_back(page:
     expect(form.get_by_test_id("nbrunner-notify-on-sweep")).to_be_checked()
     expect(form.get_by_test_id("nbrunner-notify-on-failed")).not_to_be_checked()
     expect(form.get_by_test_id("nbrunner-notify-log")).to_contain_text("Nothing sent yet.")
+
+
+def test_a_notifications_link_opens_the_jobs_page(page: Page, lab: Lab):
+    from test_lab_job_page import job_page
+
+    job = lab.cluster.submit(str(lab.workspace / "other.ipynb"))
+    page.goto(lab.page_url() + f"&nbrunner-job={job.id}", wait_until="domcontentloaded")  # the link of a notification
+    expect(page.locator("#jupyterlab-splash")).to_have_count(0, timeout=60_000)
+    expect(job_page(page, job.id)).to_be_visible()
