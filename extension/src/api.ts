@@ -40,6 +40,7 @@ import {
   rerunBody,
   serializeSubmit
 } from './wire';
+import type { INotificationLogEntry, INotificationSettings } from './notifications';
 
 export { ApiError, errorMessage };
 
@@ -285,4 +286,22 @@ export function rerunPipeline(id: string, from: string | null = null): Promise<I
     method: 'POST',
     body: JSON.stringify(from ? { from } : {})
   });
+}
+
+/** The caller's notification settings (`GET /me/notifications`). */
+export function getNotifications(): Promise<INotificationSettings> {
+  return requestAPI<INotificationSettings>('me/notifications');
+}
+
+/** Keep the caller's notification settings; the server refuses a target it does not allow (400). */
+export function putNotifications(settings: INotificationSettings): Promise<INotificationSettings> {
+  return requestAPI<INotificationSettings>('me/notifications', {
+    method: 'PUT',
+    body: JSON.stringify(settings)
+  });
+}
+
+/** The caller's notification deliveries, newest first. */
+export function getNotificationLog(): Promise<{ log: INotificationLogEntry[] }> {
+  return requestAPI<{ log: INotificationLogEntry[] }>('me/notifications/log');
 }

@@ -36,6 +36,7 @@ import { addModelsPanel } from './models-plugin';
 import { Created, runAsJob } from './run-as-job';
 import { pipelinesPlugin } from './pipelines-plugin';
 import { schedulesPlugin, ScheduleCommandIDs } from './schedules-plugin';
+import { notificationsPlugin, NotifyCommandIDs } from './notifications-plugin';
 import { JobNotifier } from './notifier';
 import { IJob } from './types';
 
@@ -118,7 +119,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       openJob: job =>
         void commands.execute(JobPageCommandIDs.openJob, { id: job.id, name: job.name }),
       openCluster: () => void commands.execute(CommandIDs.openCluster),
-      openSchedules: () => void commands.execute(ScheduleCommandIDs.openSchedules)
+      openSchedules: () => void commands.execute(ScheduleCommandIDs.openSchedules),
+      openNotifications: () => void commands.execute(NotifyCommandIDs.openNotifications)
     };
     const panel = new JobsPanel({
       ...panelOptions,
@@ -394,4 +396,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [plugin, schedulesPlugin, pipelinesPlugin];
+export default [plugin, schedulesPlugin, pipelinesPlugin, notificationsPlugin];

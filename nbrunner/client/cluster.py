@@ -65,7 +65,9 @@ class Cluster:
         whose job it is (default: this process's user), and their groups (which may decide its account).
         ``max_gpus`` defaults to ``min_gpus`` (0: no GPU); a notebook that trains with ElasticTrainer
         and may hold at most one GPU gets a :class:`~nbrunner.client.advice.SingleLearnerWarning`.
-        ``extra``: the other job options (``language``, ``cwd``, ``report_mode``, ``retries``, ...)."""
+        ``extra``: the other job options (``language``, ``cwd``, ``report_mode``, ``retries``, ...), e.g.
+        ``inputs=["data/"]`` (files or folders beside the notebook, copied into the job's working
+        directory) or ``notify=["mailto:me@example.org"]``."""
         request = _request(notebook, parameters, name=name, min_gpus=min_gpus, max_gpus=max_gpus, priority=priority,
                            timeout=timeout, kernel=kernel, **extra)
         job = Job(self, self.backend.submit(request, owner, groups))

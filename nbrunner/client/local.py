@@ -205,6 +205,22 @@ class LocalBackend:
     def delete_schedule(self, schedule_id: str) -> None:
         self.api.delete_schedule(self.caller, schedule_id)
 
+    # ---- notifications --------------------------------------------------------------------------
+    def notifications(self) -> dict[str, Any]:
+        from ..control.notifications import user_settings
+
+        return user_settings(self.store.r, self.user)
+
+    def set_notifications(self, settings: dict[str, Any]) -> dict[str, Any]:
+        from ..control.notifications import set_user_settings
+
+        return set_user_settings(self.store.r, self.user, settings)
+
+    def notification_log(self) -> list[dict[str, Any]]:
+        from ..control.notifications import delivery_log
+
+        return delivery_log(self.store.r, self.user)
+
     # ---- models ---------------------------------------------------------------------------------
     def register_model(self, job_id: str, name: str) -> dict[str, Any]:
         from ..serving.registry import register_model

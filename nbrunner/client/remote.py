@@ -143,6 +143,20 @@ def notebook_content(notebook: str | os.PathLike) -> tuple[str, str]:
     return (str(real.relative_to(home)) if home in real.parents else real.name), text
 
 
+def inputs_content(notebook: str | os.PathLike, inputs: Any) -> dict[str, Any]:
+    """The ``inputs_content`` of a request: the caller's input files beside ``notebook``, read and
+    encoded (:mod:`nbrunner.core.inputs`; one-line errors, TooLarge past ``NBRUNNER_MAX_INPUT_BYTES``)."""
+    from ..core.config import MAX_INPUT_BYTES
+    from ..core.inputs import check_paths, collect, encode
+
+    try:
+        paths = check_paths(inputs)
+    except ValueError as exc:
+        raise InvalidRequest(str(exc)) from None
+    real = notebook_file(Path(notebook).expanduser(), str(notebook))
+    return encode(collect(real.parent, paths, MAX_INPUT_BYTES.count()))
+
+
 def _id(value: str, what: str) -> str:
     """An id as a URL path segment; one the service could not have made is NotFound here."""
     if not isinstance(value, str) or not ID.fullmatch(value):
@@ -214,7 +228,10 @@ class RemoteBackend:
     def submit(self, request: dict[str, Any], owner: str | None = None, groups: Sequence[str] = ()) -> JobRecord:
         _no_owner(owner, groups)
         name, text = notebook_content(request["notebook"])
-        return JobRecord.from_dict(self._call("POST", "jobs", {**request, "notebook": name, "content": text}))
+        body = {**request, "notebook": name, "content": text}
+        if request.get("inputs"):  # their bytes travel with the notebook
+            body["inputs_content"] = inputs_content(request["notebook"], request["inputs"])
+        return JobRecord.from_dict(self._call("POST", "jobs", body))
 
     def submit_many(self, requests: list[dict[str, Any]], owner: str | None = None,
                     groups: Sequence[str] = ()) -> list[JobRecord]:
@@ -382,6 +399,16 @@ class RemoteBackend:
 
     def delete_schedule(self, schedule_id: str) -> None:
         self._call("DELETE", f"schedules/{_id(schedule_id, 'schedule')}")
+
+    # ---- notifications --------------------------------------------------------------------------
+    def notifications(self) -> dict[str, Any]:
+        return self._call("GET", "me/notifications")
+
+    def set_notifications(self, settings: dict[str, Any]) -> dict[str, Any]:
+        return self._call("PUT", "me/notifications", settings)
+
+    def notification_log(self) -> list[dict[str, Any]]:
+        return self._call("GET", "me/notifications/log")["log"]
 
     # ---- models ---------------------------------------------------------------------------------
     def register_model(self, job_id: str, name: str) -> dict[str, Any]:

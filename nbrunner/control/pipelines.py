@@ -213,9 +213,12 @@ def _quietly(fn) -> None:
 
 def pipeline_ended(store: JobStore, settings: Settings, rec: PipelineRecord) -> None:
     """Called once when a pipeline finishes (any status), after its final record is written: the
-    pipeline's terminal event on the event stream (``pipeline_ended``, with its status and owner).
-    What else must happen when a pipeline ends (notifications) hooks in here."""
+    pipeline's terminal event on the event stream (``pipeline_ended``, with its status and owner),
+    and its owner's notifications queued (sent by the scheduler's sender, never waited on here)."""
+    from .notifications import notify_pipeline_ended
+
     store.emit("pipeline_ended", pipeline=rec.id, status=rec.status.value, owner=rec.owner)
+    notify_pipeline_ended(store, rec)
     log.info("pipeline %s %s", rec.id, rec.status.value)
 
 

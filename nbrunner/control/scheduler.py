@@ -456,6 +456,9 @@ def _warm_imports() -> None:
 def run_scheduler(settings: Settings, policy: str | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     sched = Scheduler(settings, policy)
+    from .notify_sender import Notifier
+
+    Notifier(settings, sched.name).start()  # its own threads: a slow target never holds a pass up
     signal.signal(signal.SIGTERM, lambda *_: sched.stop())
     signal.signal(signal.SIGINT, lambda *_: sched.stop())
     sched.run()

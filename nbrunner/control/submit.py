@@ -16,8 +16,10 @@ from collections import OrderedDict
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
-from ..core.config import CHECKED_NOTEBOOKS_BYTES, MAX_BULK_JOBS, MAX_NOTEBOOK_BYTES, PURGE_WAIT_S, RETRIES, Settings
+from ..core.config import (CHECKED_NOTEBOOKS_BYTES, MAX_BULK_JOBS, MAX_INPUT_BYTES, MAX_NOTEBOOK_BYTES, PURGE_WAIT_S,
+                           RETRIES, Settings)
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError
+from ..core.inputs import InputRef
 from ..core.lifecycle import CancelRequested, Purge, Refused, SetPriority, submitted, transition
 from ..core.models import JobRecord, JobRequest, check_content_name, utcnow
 from ..core.notebooks import load_nbformat, notebook_file
@@ -244,6 +246,7 @@ class Prepared(NamedTuple):
     shown: str
     stem: str
     cwd: str | None
+    refs: Sequence[InputRef] = ()  # the job's inputs, already in the input store
 
 
 def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: str | None = None,
@@ -254,14 +257,17 @@ def submit(store: JobStore, settings: Settings, request: dict[str, Any], owner: 
 
     The notebook is the file ``notebook`` names (inside the workspace), or, when the request
     carries ``content`` (the notebook's JSON object or text), that content, which ``notebook``
-    then names as given (a relative path: the job's name and working directory)."""
+    then names as given (a relative path: the job's name and working directory).  ``inputs`` are
+    read beside that file, or, with ``content``, taken from the request's ``inputs_content``
+    (:mod:`nbrunner.core.inputs`); the job runs in its own working directory with them."""
     return _record(store, settings, *prepare(settings, request, base), owner, groups)
 
 
 def prepare(settings: Settings, request: dict[str, Any], base: Path | None = None) -> Prepared:
     """Every check of :func:`submit` on one request (InvalidRequest says what is wrong); nothing
-    is written."""
+    is written but the job's inputs, stored by content (shared with every job naming the same bytes)."""
     request, content = split_content(request)
+    request, inputs_content = split_inputs(request)
     req = JobRequest.parse(request)
     if content is None:
         path = resolve_notebook(settings, req.notebook, base)
@@ -278,7 +284,42 @@ def prepare(settings: Settings, request: dict[str, Any], base: Path | None = Non
     if req.language:
         check_language(req.language)
     cwd = resolve_cwd(settings, req.cwd, base) if req.cwd else None
-    return Prepared(req, checked, shown, stem, cwd)
+    refs = job_inputs(settings, req, None if content is not None else path.parent, inputs_content)
+    return Prepared(req, checked, shown, stem, cwd, refs)
+
+
+def split_inputs(request: Any) -> tuple[Any, Any]:
+    """``request`` without its ``inputs_content`` (the inputs sent with a notebook's ``content``),
+    and that content (None: none sent)."""
+    if not isinstance(request, dict) or "inputs_content" not in request:
+        return request, None
+    request = dict(request)
+    return request, request.pop("inputs_content")
+
+
+def job_inputs(settings: Settings, req: JobRequest, notebook_dir: Path | None, sent: Any) -> list[InputRef]:
+    """The stored inputs of ``req``: read beside the notebook file (``notebook_dir``), or decoded
+    from ``sent`` when the notebook came as content; InvalidRequest or TooLarge (413) in one line,
+    nothing stored, when they are refused."""
+    from ..core.inputs import collect, decode
+    from .input_store import store
+
+    if not req.inputs:
+        if sent is not None:
+            raise InvalidRequest("inputs_content given without inputs")
+        return []
+    if req.cwd:
+        raise InvalidRequest("a job with inputs runs in its own working directory: give inputs or cwd, not both")
+    limit = MAX_INPUT_BYTES.count()
+    if notebook_dir is None:
+        if sent is None:
+            raise InvalidRequest("inputs of a notebook sent as content must come with it (inputs_content)")
+        collected = decode(sent, req.inputs, limit)
+    else:
+        if sent is not None:
+            raise InvalidRequest("inputs_content goes with a notebook sent as content")
+        collected = collect(notebook_dir, req.inputs, limit)
+    return store(settings, collected)
 
 
 def submit_many(store: JobStore, settings: Settings, requests: Any, owner: str | None = None,
@@ -311,9 +352,11 @@ def submit_many(store: JobStore, settings: Settings, requests: Any, owner: str |
 
 
 def _record(store: JobStore, settings: Settings, req: JobRequest, checked: Checked, shown: str,
-            stem: str, cwd: str | None, owner: str | None, groups: Sequence[str]) -> JobRecord:
-    """Snapshot ``checked`` to a new job directory and queue the job ``req`` (already validated)."""
-    record = _stage(settings, Prepared(req, checked, shown, stem, cwd), owner, groups)
+            stem: str, cwd: str | None, refs: Sequence[InputRef], owner: str | None,
+            groups: Sequence[str]) -> JobRecord:
+    """Snapshot ``checked`` to a new job directory and queue the job ``req`` (already validated),
+    with its stored inputs ``refs``."""
+    record = _stage(settings, Prepared(req, checked, shown, stem, cwd, refs), owner, groups)
     try:
         if store.create(record) is None:
             raise Conflict(f"job id {record.id} already exists")
@@ -362,6 +405,9 @@ def _stage(settings: Settings, p: Prepared, owner: str | None, groups: Sequence[
             elastic=p.checked.elastic,
             pipeline=req.pipeline,
             step=req.step,
+            inputs=[r.path for r in p.refs],
+            input_refs=list(p.refs),
+            notify=req.notify,
         ))
         (job_dir / "job.json").write_text(json.dumps(record.to_dict(), indent=1))
     except BaseException:
@@ -383,13 +429,14 @@ def rerun(store: JobStore, settings: Settings, job_id: str, parameters: Any = No
         "notebook": old.notebook, "parameters": {**old.parameters, **parameters}, "name": old.name,
         "min_gpus": old.min_gpus, "max_gpus": old.max_gpus, "priority": old.priority, "timeout": old.timeout,
         "kernel": old.kernel, "language": old.language, "report_mode": old.report_mode, "retries": old.retries,
+        "inputs": old.inputs, "notify": old.notify,
     })
     snapshot = settings.job_dir(job_id) / "input.ipynb"
     if not snapshot.is_file():
         raise Conflict(f"job {job_id} has no input snapshot to run again")
     checked = check_notebook(snapshot, f"the input of job {job_id}")
     cwd = resolve_cwd(settings, old.cwd) if old.cwd else None
-    return _record(store, settings, req, checked, old.notebook, old.name, cwd, owner, groups)
+    return _record(store, settings, req, checked, old.notebook, old.name, cwd, old.input_refs, owner, groups)
 
 
 def purge(store: JobStore, settings: Settings, job_id: str, wait: float = PURGE_WAIT_S) -> None:

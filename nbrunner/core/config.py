@@ -147,6 +147,19 @@ SERVICE_URL = Variable("NBRUNNER_SERVICE_URL",
 TOKEN = Variable("NBRUNNER_TOKEN", "the API token sent to `NBRUNNER_SERVICE_URL`",
                  shown="`$JUPYTERHUB_API_TOKEN`")
 
+MAX_INPUT_BYTES = Variable("NBRUNNER_MAX_INPUT_BYTES", "bytes of one job's `inputs` in all (past it: a 413)",
+                          64 * 1024 * 1024, "count", shown="67108864 (64 MiB)")
+SMTP_URL = Variable("NBRUNNER_SMTP_URL", "the SMTP server `mailto:` notifications go through: `smtp://host:port` "
+                    "(`smtps://` for TLS; `user:password@` and `?from=ADDRESS` optional)", shown="unset: no e-mail")
+NOTIFY_ALLOW = Variable("NBRUNNER_NOTIFY_ALLOW", "the notification targets users may name: schemes (`mailto`, "
+                        "`slack`) and `scheme://host` entries, comma-separated", "mailto", shown="`mailto`")
+NOTIFY_RETRIES = Variable("NBRUNNER_NOTIFY_RETRIES", "times a failed notification is sent again (with back-off)",
+                          5, "count")
+NOTIFY_BACKOFF = Variable("NBRUNNER_NOTIFY_BACKOFF_S", "seconds before a failed notification's first retry "
+                          "(doubling for each next one, at most an hour)", 30, "seconds")
+NOTIFY_PAGE_URL = Variable("NBRUNNER_NOTIFY_PAGE_URL", "the JupyterLab URL notifications link a job's page to "
+                           "(`<URL>?nbrunner-job=<id>`)", shown="unset: no link")
+
 #: The variable holding a JupyterHub user's API token in their server (``NBRUNNER_TOKEN`` overrides it).
 HUB_TOKEN_NAME = "JUPYTERHUB_API_TOKEN"
 #: The variable naming the JupyterHub user in their server (whose jobs ``mine=True`` shows).
@@ -194,6 +207,7 @@ JOB_CHANNEL = Variable("NBRUNNER_JOB_CHANNEL", "`worker`: a job's processes ask 
 #: Every variable, users' first.
 VARIABLES = (WORKSPACE, REDIS_URL, STORAGE, RETRIES, WORKER_TTL, LEASE_TTL, GOODPUT_QUEUE, KEEP_DAYS, RUNTIME_DIR,
              WARM_KERNEL, LAB_TOKEN, ELASTIC_THREADS, ELASTIC_CPUS, ELASTIC_KEEP_LOGS, SERVICE_URL, TOKEN,
+             MAX_INPUT_BYTES, SMTP_URL, NOTIFY_ALLOW, NOTIFY_RETRIES, NOTIFY_BACKOFF, NOTIFY_PAGE_URL,
              HOST, HOST_ADDR, JOB_ID, JOB_DIR, GPUS, SLOT_SOURCE, SPARE_KERNEL, WARM_IMPORTS, LEARNER_LOADED,
              ELASTIC_SYSPATH, ELASTIC_DEVICE, ELASTIC_STORE_TIMEOUT, ELASTIC_STANDBY, MIN_UID, RUN_AS_OWNER, JOB_CHANNEL)
 #: The variables users set (the README's configuration table).
@@ -329,6 +343,19 @@ EVENTS_MAX_BLOCK_S = 4.0
 #: Seconds without a change after which the push channel sends a heartbeat (and its position).
 PUSH_HEARTBEAT_S = 15.0
 
+#: Seconds between the notification sender's looks for notifications that are due.
+NOTIFY_POLL_S = 0.25
+#: Seconds a sender holds a notification it took; one not sent by then (its sender died) is sent again.
+NOTIFY_CLAIM_S = 120.0
+#: Seconds one delivery (an SMTP session, an Apprise post) may take.
+NOTIFY_SEND_TIMEOUT_S = 30.0
+#: The longest wait before a failed notification's next retry, in seconds.
+NOTIFY_BACKOFF_MAX_S = 3600.0
+#: Seconds an entry of the event stream may wait, taken by a dead reader, before another takes it over.
+NOTIFY_STALE_ENTRY_S = 30.0
+#: Seconds the mark that an end was turned into notifications is kept (against telling it twice).
+NOTIFY_ONCE_TTL_S = 7 * 24 * 3600
+
 # ---- sizes and batches ---------------------------------------------------------------------------
 
 #: Events kept in the event stream (approximately).
@@ -359,6 +386,9 @@ JOBS_PAGE_MAX = 10000
 CHECKED_NOTEBOOKS_BYTES = 16 * 1024 * 1024
 #: Bytes a download streams, or a model server reads away, at a time.
 IO_CHUNK_BYTES = 1 << 20
+
+#: Deliveries a user's notification log keeps (the newest).
+NOTIFY_LOG_KEPT = 200
 
 # ---- input limits (the README's "Limits") -------------------------------------------------------
 

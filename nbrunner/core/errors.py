@@ -28,6 +28,12 @@ class Conflict(NbrunnerError):
     status = 409
 
 
+class TooLarge(NbrunnerError):
+    """The request is over a size limit (a job's inputs past ``NBRUNNER_MAX_INPUT_BYTES``)."""
+
+    status = 413
+
+
 class NoCluster(NbrunnerError):
     """No running cluster could be reached."""
 
@@ -42,8 +48,9 @@ def one_line(text: object, limit: int = 300) -> str:
 
 def from_status(status: int, message: str) -> NbrunnerError:
     """The error a REST answer with HTTP ``status`` and ``message`` stands for (the mapping the
-    handlers make, turned around): 400 InvalidRequest, 404 NotFound, 409 Conflict, 503 NoCluster."""
-    kinds = {400: InvalidRequest, 404: NotFound, 409: Conflict, 503: NoCluster}
+    handlers make, turned around): 400 InvalidRequest, 404 NotFound, 409 Conflict, 413 TooLarge,
+    503 NoCluster."""
+    kinds = {400: InvalidRequest, 404: NotFound, 409: Conflict, 413: TooLarge, 503: NoCluster}
     error = kinds.get(status, NbrunnerError)(message)
     if status not in kinds:
         error.status = status

@@ -81,3 +81,21 @@ SCHEDULES = PREFIX + "schedules"  # sorted set of schedule ids by creation time
 def schedule_key(schedule_id: str) -> str:
     """The JSON record of one schedule."""
     return f"{PREFIX}schedule:{schedule_id}"
+NOTIFY_DUE = PREFIX + "notify:due"  # sorted set of notifications to send, by when (Unix s)
+NOTIFY_SENDING = PREFIX + "notify:sending"  # sorted set of notifications being sent, by when their claim lapses
+NOTIFY_GROUP = "nbrunner-notify"  # the consumer group of the event stream that turns ends into notifications
+
+
+def notify_settings_key(user: str) -> str:
+    """A user's notification settings: ``{"targets", "on"}`` (JSON)."""
+    return f"{PREFIX}notify:user:{user}"
+
+
+def notify_log_key(user: str) -> str:
+    """A user's notification deliveries, newest first (a capped list of JSON entries)."""
+    return f"{PREFIX}notify:log:{user}"
+
+
+def notify_once_key(kind: str, ident: str) -> str:
+    """Set once the end of job, sweep or pipeline ``ident`` has been turned into notifications."""
+    return f"{PREFIX}notify:once:{kind}:{ident}"

@@ -18,6 +18,7 @@ import msgspec
 
 from .config import MAX_TIMEOUT_S, RETRIES_DEFAULT
 from .errors import InvalidRequest
+from .inputs import InputRef, check_paths
 from .limits import MAX_INT64, check_request
 
 
@@ -70,11 +71,13 @@ PUBLIC_FIELDS = (
 )
 # Bookkeeping fields that ``to_dict()`` (the REST and ``--json`` job) shows after the public ones.
 SHOWN_EXTRA = ("timeout", "kernel", "attempt", "worker", "queue_position", "groups", "account", "reclaimed",
-               "pipeline", "step", "waiting", "expected_start", "expected_end")
+               "pipeline", "step", "waiting", "expected_start", "expected_end",
+               "inputs")
 
 # Why a queued job waits (``waiting["code"]``; the rules: nbrunner.core.waiting).
 WAITING_CODES = ("capacity", "no_workers", "gpus_busy", "account_limit", "account_share", "reclaiming", "needs")
-OUTLOOK_FIELDS = ("waiting", "expected_start", "expected_end")  # set by the scheduler each pass (Position)
+OUTLOOK_FIELDS = ("waiting", "expected_start", "expected_end",
+               "inputs")  # set by the scheduler each pass (Position)
 
 
 def utcnow() -> str:
@@ -237,6 +240,9 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     efficiency: dict[str, float] = {}  # elastic, adaptive batch: statistical efficiency by learner count (goodput)
     pipeline: str | None = None  # the pipeline this job is a step of
     step: str | None = None  # and the step's name
+    inputs: list[str] = []  # files and folders beside the notebook, copied into its working directory (core.inputs)
+    input_refs: list[InputRef] = []  # what each input is in the input store
+    notify: dict[str, list[str]] | None = None  # the job's own notification settings (core.notify_targets)
 
     def __post_init__(self) -> None:
         if type(self.status) is not JobStatus:  # made in code with a plain string (decoding gives the enum)
@@ -316,9 +322,16 @@ class JobRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     retries: int | None = None
     pipeline: str | None = None  # the pipeline this job is a step of (made by nbrunner.control.pipelines)
     step: str | None = None
+    inputs: list[str] = []  # paths relative to the notebook's directory (core.inputs)
+    notify: Any = None  # {"targets", "on"} or a list of targets: overrides the owner's settings for this job
 
     def __post_init__(self) -> None:
         self.notebook = check_notebook(self.notebook)
+        self.inputs = check_paths(self.inputs)
+        if self.notify is not None:
+            from .notify_targets import check_job_notify
+
+            self.notify = check_job_notify(self.notify)
         self.parameters = check_parameters(self.parameters)
         self.name = check_name(self.name)
         for field in ("min_gpus", "max_gpus", "retries"):

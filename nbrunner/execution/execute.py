@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..core.config import CELL_TIMEOUT_MARGIN_S, HOST, KERNEL_START_TRIES, OUTPUT_AUTOSAVE_S, Settings
 from ..core.errors import one_line
+from ..core.inputs import WORK_DIR
 from ..core.lifecycle import KERNEL_KILLED, timeout_error
 from ..core.models import JobRecord
 from ..core.notebooks import load_nbformat
@@ -288,6 +289,13 @@ def run_job(job_id: str, attempt: int) -> str:
     cwd = notebook_dir if notebook_dir.is_dir() else job_dir
     if rec.cwd:
         cwd = settings.workspace / rec.cwd
+    if rec.input_refs:  # its own working directory, with its inputs where the notebook had them
+        from ..control.input_store import copy_for_job
+
+        failed = copy_for_job(settings, rec)
+        if failed:
+            return end(store, settings, rec, failed, False)
+        cwd = job_dir / WORK_DIR
     error, timed_out = run_notebook(rec, job_dir, cwd, env, spare,
                                     lambda e, t: finish(store, settings, job_id, attempt, e, t))
     try:

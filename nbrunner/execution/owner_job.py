@@ -41,6 +41,12 @@ def run_as_owner(store: JobStore, settings: Settings, rec: JobRecord) -> str:
     give_job_dir(settings.job_dir(rec.id), account, service_group(settings.storage))
     if refused:
         return end(store, settings, rec, refused, False)
+    if rec.input_refs:  # copied as root, each entry the owner's as it is made (no link followed)
+        from ..control.input_store import copy_for_job
+
+        failed = copy_for_job(settings, rec, (account.uid, service_group(settings.storage)))
+        if failed:
+            return end(store, settings, rec, failed, False)
     cred = grant_access(store, rec.id)
     env = environment(account, {**job_environment(settings, rec), REDIS_URL.name: cred.url, JOB_CHANNEL.name: "worker"})
     try:

@@ -6,9 +6,9 @@ from stdin, runs papermill as :func:`nbrunner.execution.execute.run_notebook` do
 kernel, its own child; the job's wall-time deadline; ``output.ipynb`` and the logs written as
 the owner), and writes ``{"error", "timed_out"}`` as one JSON line to the file descriptor FD.
 
-The kernel starts in the job's ``cwd``, else its notebook's directory, each relative to the
-owner's home, if that exists (home directories shared with the workers); else in the job
-directory.  Its sockets and connection file are in a directory of the owner's alone.
+The kernel starts in the job's own working directory ``work/`` when it has inputs; else in its
+``cwd``, else its notebook's directory, each relative to the owner's home, if that exists (home
+directories shared with the workers); else in the job directory.  Its sockets and connection file are in a directory of the owner's alone.
 """
 from __future__ import annotations
 
@@ -19,13 +19,17 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..core.inputs import WORK_DIR
 from ..core.models import JobRecord
 from ..core.unix_account import workdir_candidates
 from .execute import run_notebook
 
 
 def working_directory(rec: JobRecord, job_dir: Path) -> Path:
-    """The first candidate directory that exists (as the owner sees it), else the job directory."""
+    """The job's own working directory if it has inputs; else the first candidate directory that
+    exists (as the owner sees it), else the job directory."""
+    if rec.input_refs:
+        return job_dir / WORK_DIR
     home = os.environ.get("HOME") or "/nonexistent"
     return next((Path(p) for p in workdir_candidates(home, rec.notebook, rec.cwd) if os.path.isdir(p)), job_dir)
 

@@ -8,7 +8,8 @@ the browser's own credentials.  The method, query, body and the service's status
 they are; the body is streamed chunk by chunk as it arrives (downloads, a stream of events).
 
 ``POST /jobs``, ``/sweeps``, ``/schedules`` (and a ``PATCH /schedules/{id}`` that changes the
-notebook) get the notebook's ``content`` (``POST /pipelines``: each step's, and a ``file`` is read here), read from the user's file under the server's root
+notebook) get the notebook's ``content`` (``POST /pipelines``: each step's, and a ``file`` is read
+here; a job's ``inputs`` their ``inputs_content``), read from the user's file under the server's root
 (paths outside it are refused, as without a service); ``notebook`` then names it relative to the
 root.  ``GET /notebook-parameters`` reads the user's file, so it is answered here
 (:class:`~.handlers.ParametersHandler`).  A service out of reach answers 503 with a one-line
@@ -24,7 +25,7 @@ from typing import Any
 from tornado import httputil, web
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
-from ..client.remote import api_url
+from ..client.remote import api_url, inputs_content
 from ..control.submit import resolve_notebook
 from ..core.config import FORWARD_CONNECT_TIMEOUT_S, FORWARD_REQUEST_TIMEOUT_S
 from ..core.notebooks import read_notebook_text
@@ -112,7 +113,10 @@ class ForwardHandler(BaseHandler, JupyterRoute):
             return raw
         rel = self.relative_path(data.get("notebook"))
         path = resolve_notebook(self.api.settings, rel)  # symbolic links out of the root: refused
-        return json.dumps({**data, "notebook": rel, "content": read_notebook_text(path, rel)}).encode("utf-8")
+        sent = {**data, "notebook": rel, "content": read_notebook_text(path, rel)}
+        if data.get("inputs") and "inputs_content" not in data:  # the job's input files go with it
+            sent["inputs_content"] = inputs_content(path, data["inputs"])
+        return json.dumps(sent).encode("utf-8")
 
     def _header_line(self):
         status: dict[str, Any] = {}

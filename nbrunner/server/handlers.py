@@ -94,6 +94,15 @@ class BaseHandler:
         notebook's ``content`` may have MAX_CONTENT_BODY; with ``many``, a JSON array is taken too."""
         raw = self.request.body or b""
         limit = MAX_CONTENT_BODY if content and b'"content"' in raw else MAX_BODY
+        if content and b'"inputs_content"' in raw:  # a job's inputs, sent with it (core.inputs)
+            from ..core.config import MAX_INPUT_BYTES
+            from ..core.errors import TooLarge
+            from ..core.inputs import body_allowance
+
+            limit += body_allowance(MAX_INPUT_BYTES.count())
+            if len(raw) > limit:
+                raise TooLarge(f"inputs are larger than the limit of {MAX_INPUT_BYTES.count()} bytes "
+                               f"({MAX_INPUT_BYTES.name})")
         if len(raw) > limit:
             raise InvalidRequest(f"request body larger than {limit // 1024} KiB")
         data = loads_json(raw or b"{}")
@@ -101,7 +110,8 @@ class BaseHandler:
             return data
         if not isinstance(data, dict):
             raise InvalidRequest("request body must be a JSON object")
-        if len(raw) > MAX_BODY and data.get("content") is None and not (many and "jobs" in data):
+        if len(raw) > MAX_BODY and data.get("content") is None and not (many and "jobs" in data) \
+                and data.get("inputs_content") is None:
             raise InvalidRequest(f"request body larger than {MAX_BODY // 1024} KiB")
         return data
 
@@ -485,6 +495,32 @@ class ScheduleHandler(BaseHandler):
         self.finish()
 
 
+class NotificationsHandler(BaseHandler):
+    """``GET``/``PUT /me/notifications``: the caller's ``{"targets", "on"}`` (control.notifications)."""
+
+    @web.authenticated
+    def get(self) -> None:
+        from ..control.notifications import user_settings
+
+        self.reply(user_settings(self.api.store.r, self.caller.name))
+
+    @web.authenticated
+    def put(self) -> None:
+        from ..control.notifications import set_user_settings
+
+        self.reply(set_user_settings(self.api.store.r, self.caller.name, self.body()))
+
+
+class NotificationLogHandler(BaseHandler):
+    """``GET /me/notifications/log``: the caller's deliveries, newest first (secrets masked)."""
+
+    @web.authenticated
+    def get(self) -> None:
+        from ..control.notifications import delivery_log
+
+        self.reply({"log": delivery_log(self.api.store.r, self.caller.name)})
+
+
 # ---- models: the registry and model servers ---------------------------------------------------
 
 
@@ -628,6 +664,8 @@ def routes(host: type = JupyterRoute, api: str = API) -> list[tuple[str, type]]:
         (rf"{API}/models/?", ModelsHandler),
         (rf"{API}/models/serving/?", ModelServingHandler),
         (rf"{API}/models/serving/(?P<name>[^/]+)/?", ModelServerHandler),
+        (rf"{API}/me/notifications/?", NotificationsHandler),
+        (rf"{API}/me/notifications/log/?", NotificationLogHandler),
         (rf"{API}/openapi.json", OpenAPIHandler),
         (rf"{API}/metrics/?", PrometheusHandler),
         (rf"{API}/usage/?", UsageHandler),

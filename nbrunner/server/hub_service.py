@@ -192,7 +192,11 @@ async def _serve(address: tuple[str, int], admin_group: str | None, workspace: s
         api = app.settings["nbrunner_api"]
         await loop.run_in_executor(None, _publish_accounts, api, accounts)
         loop.add_signal_handler(signal.SIGHUP, lambda: loop.run_in_executor(None, _publish_accounts, api, accounts))
-    server = HTTPServer(app, xheaders=True)  # behind the hub's proxy: the client's address from its headers
+    from ..core.config import MAX_CONTENT_BODY, MAX_INPUT_BYTES
+    from ..core.inputs import body_allowance
+
+    # behind the hub's proxy: the client's address from its headers; a job's notebook and inputs fit in a body
+    server = HTTPServer(app, xheaders=True, max_body_size=MAX_CONTENT_BODY + body_allowance(MAX_INPUT_BYTES.count()))
     server.listen(address[1], address[0])
     stopped = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..core.config import JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BULK_JOBS, MAX_FILTER, PAGE_SCAN_MAX
+from ..core.config import JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BULK_JOBS, MAX_FILTER, MAX_INPUT_BYTES, PAGE_SCAN_MAX
 from ..core.models import PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, STATUSES, WAITING_CODES
 from . import openapi_pipelines
 
@@ -93,6 +93,28 @@ JOB_REQUEST = {
         "timeout": {"type": "number", "exclusiveMinimum": 0}, "kernel": {"type": "string"},
     },
 }
+
+JOB["properties"]["inputs"] = {"type": "array", "items": {"type": "string"},
+                               "description": "files and folders beside the notebook, copied into its working "
+                                              "directory (runs/<id>/work/) before it runs"}
+JOB_REQUEST["properties"].update({
+    "inputs": JOB["properties"]["inputs"],
+    "inputs_content": {"type": "object", "description": "with content: each input's bytes, base64 (a file), or an "
+                                                        "object of its files' relative paths to base64 (a folder)"},
+    "notify": {"oneOf": [{"type": "array", "items": {"type": "string"}}, _ref("NotificationSettings")],
+               "description": "overrides the owner's notification settings for this job"},
+})
+NOTIFICATIONS = {"type": "object", "properties": {
+    "targets": {"type": "array", "items": {"type": "string"},
+                "description": "mailto:ADDRESS or Apprise URLs the admin's allow list admits"},
+    "on": {"type": "array", "items": {"type": "string", "enum": ["completed", "failed", "cancelled", "sweep",
+                                                                 "pipeline"]}}}}
+NOTIFICATION_LOG = {"type": "object", "properties": {"log": {"type": "array", "items": {
+    "type": "object", "properties": {
+        "time": {"type": "string", "format": "date-time"}, "target": {"type": "string", "description": "secrets masked"},
+        "event": {"type": "string"}, "subject": {"type": "string", "description": "job ID, sweep ID or pipeline ID"},
+        "outcome": {"type": "string", "enum": ["sent", "retrying", "failed"]}, "attempt": {"type": "integer"},
+        "error": {"type": "string", "nullable": True}}}}}}
 
 SWEEP = {"type": "object", "properties": {
     "id": {"type": "string"}, "jobs": {"type": "array", "items": {"type": "string"}},
@@ -346,6 +368,20 @@ PATHS: dict[str, dict[str, Any]] = {
     },
 }
 
+PATHS["/jobs"]["post"]["responses"]["413"] = _error(f"the job's inputs are larger than {MAX_INPUT_BYTES.name}")
+PATHS["/me/notifications"] = {
+    "get": {"summary": "The caller's notification settings",
+            "responses": {"200": _json(_ref("NotificationSettings"), "targets and events")}},
+    "put": {"summary": "Set the caller's notification settings (a target not allowed or malformed: 400)",
+            "requestBody": {"required": True,
+                            "content": {"application/json": {"schema": _ref("NotificationSettings")}}},
+            "responses": {"200": _json(_ref("NotificationSettings"), "the settings kept"), **BAD}},
+}
+PATHS["/me/notifications/log"] = {
+    "get": {"summary": "The caller's notification deliveries, newest first",
+            "responses": {"200": _json(NOTIFICATION_LOG, "the delivery log")}},
+}
+
 _NUM = {"type": "number"}
 _INT = {"type": "integer"}
 ACCOUNTS = {
@@ -397,6 +433,7 @@ DOCUMENT: dict[str, Any] = {
         "ScheduleRequest": SCHEDULE_REQUEST, "ModelServer": MODEL_SERVER, "Accounts": ACCOUNTS,
         "Usage": USAGE,
         **openapi_pipelines.SCHEMAS,
+        "NotificationSettings": NOTIFICATIONS,
         "Error": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}},
     }},
 }

@@ -273,3 +273,25 @@ def test_a_worker_refuses_the_option_without_root_and_a_plain_worker_this_cluste
                            capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert plain.returncode == 1 and plain.stderr.strip().splitlines() == [
         "nbrunner: this cluster runs jobs as their owners: start the worker with --run-as-owner (as root)"]
+
+
+def test_a_jobs_inputs_are_its_owners_files_in_its_working_directory(owners_cluster, accounts):
+    alice = accounts[ALICE]
+    ws = owners_cluster.settings.workspace
+    make_notebook(ws / "proj" / "inputs.ipynb", "import os\nprint('read', open('data/rows.csv').read(), os.getcwd())\n"
+                                                "open('data/rows.csv', 'a').write('+alice')")
+    (ws / "proj" / "data").mkdir(exist_ok=True)
+    (ws / "proj" / "data" / "rows.csv").write_text("rows")
+    job = owners_cluster.submit(ws / "proj" / "inputs.ipynb", owner=ALICE, max_gpus=0, inputs=["data"])
+    rec = ended(job)
+    assert rec.status == "completed", rec.error
+    work = owners_cluster.settings.job_dir(job.id) / "work"
+    assert f"read rows {work}" in (work.parent / "logs" / "driver.log").read_text()
+    assert (work / "data" / "rows.csv").read_text() == "rows+alice"  # her copy, which she may change
+    for path, mode in ((work, 0o2770), (work / "data", 0o2770), (work / "data" / "rows.csv", 0o640)):
+        st = os.lstat(path)
+        assert (st.st_uid, st.st_gid) == (alice.pw_uid, accounts[SERVICE].pw_gid), path
+        # (the owner's hand-over chmod drops setgid: she is not in the service's group)
+        assert stat.S_IMODE(st.st_mode) & 0o777 == mode & 0o777, (path, oct(st.st_mode))
+    assert (ws / "proj" / "data" / "rows.csv").read_text() == "rows"
+    assert not can_read(BOB, work / "data" / "rows.csv")

@@ -35,6 +35,8 @@ export namespace JobsPanel {
     openJob: (job: IJob) => void;
     openCluster: () => void;
     openSchedules?: () => void;
+    /** Open the notification settings (the toolbar's bell). */
+    openNotifications?: () => void;
     /** Open the table in the main area, full width (offered by the side panel). */
     openWide?: () => void;
     /** Where the panel is: the left side bar (default) or a main-area tab. */
@@ -308,6 +310,7 @@ export class JobsPanel extends PollingWidget {
           onWide={this._options.openWide}
           onCluster={this._options.openCluster}
           onSchedules={this._options.openSchedules}
+          onNotifications={this._options.openNotifications}
         />
         {this._cluster && <ClusterSummary cluster={this._cluster} />}
         <JobFilters

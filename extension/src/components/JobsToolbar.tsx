@@ -15,6 +15,8 @@ export function JobsToolbar(props: {
   /** Open the table full width (the side panel's). */
   onWide?: () => void;
   onSchedules?: () => void;
+  /** Open the notification settings (the bell). */
+  onNotifications?: () => void;
 }): React.ReactElement {
   return (
     <PanelHeader title="nbrunner jobs">
@@ -48,6 +50,16 @@ export function JobsToolbar(props: {
           onClick={props.onSchedules}
         >
           Schedules
+        </ActionButton>
+      )}
+      {props.onNotifications && (
+        <ActionButton
+          testid="nbrunner-open-notifications"
+          label="Notification settings"
+          title="Be told by e-mail or Apprise when your jobs end"
+          onClick={props.onNotifications}
+        >
+          🔔
         </ActionButton>
       )}
     </PanelHeader>

@@ -8,14 +8,15 @@ models), :mod:`.monitor_commands` (``metrics``, ``usage``), :mod:`.pipeline_comm
 with msgspec and print plain text (no rich).
 """
 # each module registers its commands
-from . import cluster_commands, job_commands, monitor_commands, pipeline_commands, sweep_commands  # noqa: F401
+from . import (cluster_commands, job_commands, monitor_commands, notify_commands,  # noqa: F401
+               pipeline_commands, sweep_commands)
 from .app import app
 from .fast import main
 
 # `nbrunner --help` lists the commands in this order (each module registers its own)
 COMMANDS = ("up", "submit", "jobs", "show", "logs", "cancel", "rerun", "delete", "download", "priority", "cluster",
             "share", "usage", "metrics", "list", "worker", "scheduler", "service", "sweep", "sweep-show", "sweeps",
-            "serve")
+            "serve", "notify")
 
 
 def _name(info) -> str:

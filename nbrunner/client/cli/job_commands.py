@@ -34,6 +34,12 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
            report_mode: bool = typer.Option(False, "--report-mode", help="hide code cells' input in the output"),
            retries: Optional[int] = typer.Option(None, "--retries",
                                                  help=f"re-runs after a lost worker (default: {RETRIES.name})"),
+           inputs: Optional[list[str]] = typer.Option(None, "--input", metavar="PATH",
+                                                      help="a file or folder beside the notebook the job reads "
+                                                           "(copied into its working directory; repeatable)"),
+           notify: Optional[list[str]] = typer.Option(None, "--notify", metavar="TARGET",
+                                                      help="tell this target when the job ends, instead of your "
+                                                           "`nbrunner notify` targets (repeatable)"),
            wait: bool = typer.Option(False, "--wait", help="block until the job ends; exit 0 only if it completed"),
            as_json: bool = typer.Option(False, "--json"),
            workspace: Optional[Path] = DirOption) -> None:
@@ -56,6 +62,10 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
     extra = {k: v for k, v in (("language", language), ("cwd", cwd), ("retries", retries)) if v is not None}
     if report_mode:
         extra["report_mode"] = True
+    if inputs:
+        extra["inputs"] = inputs
+    if notify:
+        extra["notify"] = notify
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SingleLearnerWarning)
         job = cluster.submit(notebook, parameters, name=name, min_gpus=min_gpus, max_gpus=max_gpus,
