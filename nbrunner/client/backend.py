@@ -77,6 +77,11 @@ class Backend(Protocol):
         """Validate and queue one job (``request``: the body of ``POST /jobs``). Raises:
         InvalidRequest, NotFound (the notebook)."""
 
+    def submit_many(self, requests: list[dict[str, Any]], owner: str | None = None,
+                    groups: Sequence[str] = ()) -> list[JobRecord]:
+        """Validate and queue several jobs, all or none (the first bad one raises, its message
+        naming it, ``jobs[i]: ...``); the records, in order."""
+
     def cancel(self, job_id: str) -> JobRecord:
         """Cancel a queued or running job. Raises: NotFound, Conflict (already finished)."""
 
@@ -170,6 +175,16 @@ class Backend(Protocol):
 
     def delete_schedule(self, schedule_id: str) -> None:
         """Delete a schedule (its runs stay)."""
+
+    # ---- notifications (the caller's own)
+    def notifications(self) -> dict[str, Any]:
+        """The caller's notification settings (``{"targets", "on"}``)."""
+
+    def set_notifications(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """Replace the caller's notification settings. Raises: InvalidRequest (a target not allowed)."""
+
+    def notification_log(self) -> list[dict[str, Any]]:
+        """The caller's deliveries, newest first (targets' secrets masked)."""
 
     # ---- models
     def register_model(self, job_id: str, name: str) -> dict[str, Any]:

@@ -47,7 +47,6 @@ Scheduling (documented choices; performance and work are in ``nbrunner.sim.apps`
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -210,3 +210,24 @@ def test_a_pipeline_passes_a_recorded_value_on(backend, shared_workspace):
         backend.pipeline("nosuchpipeline")
     with pytest.raises(InvalidRequest):
         backend.create_pipeline({"steps": {"a": {"notebook": "hello.ipynb", "needs": ["a"]}}}, shared_workspace)
+
+
+def test_many_jobs_are_submitted_all_or_none(backend):
+    before = backend.count()
+    with pytest.raises(InvalidRequest) as bad:
+        backend.submit_many([{"notebook": "hello.ipynb"}, {"notebook": "hello.ipynb", "priority": 0}])
+    assert "jobs[1]" in str(bad.value) and backend.count() == before
+    records = backend.submit_many([{"notebook": "hello.ipynb", "parameters": {"TIMES": t}} for t in (0, 1)])
+    assert [r.parameters["TIMES"] for r in records] == [0, 1] and backend.count() == before + 2
+    for rec in records:
+        finished(backend, rec.id)
+
+
+def test_notification_settings_are_the_callers(backend):
+    saved = backend.set_notifications({"targets": ["mailto:contract@example.org"], "on": ["failed"]})
+    assert saved["targets"] == ["mailto:contract@example.org"] and saved["on"] == ["failed"]
+    assert backend.notifications() == saved
+    with pytest.raises(InvalidRequest):
+        backend.set_notifications({"targets": ["json://elsewhere.example.org/hook"], "on": ["failed"]})
+    assert backend.notifications() == saved
+    assert isinstance(backend.notification_log(), list)

@@ -102,7 +102,7 @@ def test_a_finished_job_reaches_an_smtp_inbox_and_a_webhook(notify_cluster, smtp
     wait_for(lambda: len(log_of(notify_cluster, f"job {job.id}", "sent")) == 2, 60, 0.2, "two deliveries")
     mail = next(m for m in inbox.messages if job.id in m["text"])
     assert mail["to"] == ["alice@example.org"]
-    assert f"Subject: nbrunner: job boom failed" in mail["text"] and "ValueError: boom" in mail["text"]
+    assert "Subject: nbrunner: job boom failed" in mail["text"] and "ValueError: boom" in mail["text"]
     assert f"https://lab.example.org/lab?nbrunner-job={job.id}" in mail["text"]
     path, body, _ = next(p for p in posts if job.id in p[1]["message"])
     assert path == "/ok" and body["title"] == "nbrunner: job boom failed" and body["type"] == "failure"
