@@ -56,7 +56,7 @@ def tutorial_dir(tmp_path_factory):
         log.close()
 
 
-@pytest.mark.parametrize("page", ["first-job", "sweep-to-model", "elastic-training"])
+@pytest.mark.parametrize("page", ["first-job", "sweep-to-model", "elastic-training", "pipeline"])
 def test_tutorial_runs_as_written(tutorial_dir, page):
     where, env = tutorial_dir
     text = script(DOCS / "tutorials" / f"{page}.md").replace("8765", str(_free_port()))
@@ -70,3 +70,5 @@ def test_tutorial_runs_as_written(tutorial_dir, page):
         assert "rank" in done.stdout and "objective" in done.stdout  # the leaderboard was printed
     if page == "elastic-training":
         assert "completed" in done.stdout
+    if page == "pipeline":
+        assert "completed 400" in done.stdout and done.stdout.count("completed") >= 4, done.stdout
