@@ -170,6 +170,8 @@ HOST_ADDR = Variable("NBRUNNER_HOST_ADDR", "the address other hosts reach this w
                      shown="127.0.0.1", internal=True)
 JOB_ID = Variable("NBRUNNER_JOB_ID", "the job a kernel or a learner belongs to", internal=True)
 JOB_DIR = Variable("NBRUNNER_JOB_DIR", "that job's directory (`runs/<job-id>/`)", internal=True)
+ATTEMPT = Variable("NBRUNNER_ATTEMPT", "the attempt of that job the process belongs to (its writes are fenced by it)",
+                   kind="count", internal=True)
 GPUS = Variable("NBRUNNER_GPUS", "the slot indices a job's kernel was granted, comma-separated", internal=True)
 SLOT_SOURCE = Variable("NBRUNNER_SLOT_SOURCE", "the `module:factory` that gives an ElasticTrainer in a job its "
                        "slots (the cluster's grant)", internal=True)
@@ -194,7 +196,7 @@ JOB_CHANNEL = Variable("NBRUNNER_JOB_CHANNEL", "`worker`: a job's processes ask 
 #: Every variable, users' first.
 VARIABLES = (WORKSPACE, REDIS_URL, STORAGE, RETRIES, WORKER_TTL, LEASE_TTL, GOODPUT_QUEUE, KEEP_DAYS, RUNTIME_DIR,
              WARM_KERNEL, LAB_TOKEN, ELASTIC_THREADS, ELASTIC_CPUS, ELASTIC_KEEP_LOGS, SERVICE_URL, TOKEN,
-             HOST, HOST_ADDR, JOB_ID, JOB_DIR, GPUS, SLOT_SOURCE, SPARE_KERNEL, WARM_IMPORTS, LEARNER_LOADED,
+             HOST, HOST_ADDR, JOB_ID, JOB_DIR, ATTEMPT, GPUS, SLOT_SOURCE, SPARE_KERNEL, WARM_IMPORTS, LEARNER_LOADED,
              ELASTIC_SYSPATH, ELASTIC_DEVICE, ELASTIC_STORE_TIMEOUT, ELASTIC_STANDBY, MIN_UID, RUN_AS_OWNER, JOB_CHANNEL)
 #: The variables users set (the README's configuration table).
 USER_VARIABLES = tuple(v for v in VARIABLES if not v.internal)

@@ -88,11 +88,13 @@ class Start(Event, frozen=True):
 
 
 class Progress(Event, frozen=True):
-    """The running notebook reports progress (0..1) and/or metrics."""
+    """The running notebook reports progress (0..1) and/or metrics; ``attempt``: the attempt whose
+    processes report it (refused once the record has moved on, see :func:`fence`)."""
 
     name = "progress"
     progress: float | None = None
     metrics: dict[str, Any] | None = None
+    attempt: int | None = None
 
 
 class Finish(Event, frozen=True):
@@ -216,12 +218,14 @@ class Declare(Event, frozen=True):
     name = "elastic"
     min_gpus: int | None = None
     max_gpus: int | None = None
+    attempt: int | None = None  # fenced as Progress's
 
 
 class TrainingOver(Event, frozen=True):
     """The job's trainer closed: it wants no GPU until it trains again."""
 
     name = "training_over"
+    attempt: int | None = None  # fenced as Progress's
 
 
 class StoppedEarly(Event, frozen=True):
@@ -348,6 +352,20 @@ def _same_attempt(rec: JobRecord, attempt: int, *statuses: JobStatus) -> None:
         raise Refused(f"job {rec.id} is {rec.status}")
 
 
+LIVE = (DISPATCHED, STARTED, PREEMPTING, STOPPING)  # an attempt still owns the job in these phases
+
+
+def fence(rec: JobRecord, attempt: int | None) -> None:
+    """Refuse a write on behalf of ``attempt`` (its kernel, learners or work horse) once the record
+    has moved on: a later attempt, or the job back in the queue or released.  A worker cut off by a
+    partition that comes back cannot change the record of the job re-queued and running elsewhere.
+    ``None``: a write that names no attempt (the scheduler's, a user's) is not fenced."""
+    if attempt is None:
+        return
+    if rec.attempt != attempt or rec.phase not in LIVE:
+        raise Refused(f"job {rec.id}: attempt {attempt} is stale (now attempt {rec.attempt}, {rec.phase})")
+
+
 def _unfinished(rec: JobRecord) -> None:
     if rec.finished:
         raise Refused(f"job {rec.id} is already {rec.status}")
@@ -380,6 +398,7 @@ def _start(rec: JobRecord, e: Start) -> Transition:
 
 
 def _progress(rec: JobRecord, e: Progress) -> Transition:
+    fence(rec, e.attempt)
     _unfinished(rec)
     changes: dict[str, Any] = {}
     if e.progress is not None:
@@ -559,6 +578,7 @@ def _slots_held(rec: JobRecord, e: SlotsHeld) -> Transition:
 
 
 def _declare(rec: JobRecord, e: Declare) -> Transition:
+    fence(rec, e.attempt)
     _unfinished(rec)
     changes: dict[str, Any] = {"elastic": True, "training_over": False}
     if e.min_gpus is not None and e.max_gpus is not None and 0 <= e.min_gpus <= e.max_gpus:
@@ -567,6 +587,7 @@ def _declare(rec: JobRecord, e: Declare) -> Transition:
 
 
 def _training_over(rec: JobRecord, e: TrainingOver) -> Transition:
+    fence(rec, e.attempt)
     if rec.training_over:
         return Transition(rec)
     return Transition(_with(rec, training_over=True), (), e.name)
@@ -595,4 +616,4 @@ def settle_event(rec: JobRecord, attempt: int, worker: str, at: str) -> JobEvent
     return ReleaseConfirmed(attempt=attempt, worker=worker, at=at)
 
 
-__all__ = ["transition", "submitted", "settle_event", "timeout_error", "Refused", "Transition", "JobEvent"]
+__all__ = ["transition", "submitted", "settle_event", "fence", "timeout_error", "Refused", "Transition", "JobEvent"]

@@ -8,7 +8,7 @@ this attempt (a cancel or a re-queue after a lost worker wins).
 from __future__ import annotations
 
 from ..control.actions import advance
-from ..core.config import GPUS, JOB_DIR, JOB_ID, SLOT_SOURCE, Settings
+from ..core.config import ATTEMPT, GPUS, JOB_DIR, JOB_ID, SLOT_SOURCE, Settings
 from ..core.lifecycle import Fail, Finish, Refused, Start, Timeout
 from ..core.models import JobRecord, utcnow
 from ..core.safe_write import write_into
@@ -38,7 +38,8 @@ def finish(store: JobStore, settings: Settings, job_id: str, attempt: int, error
 
 
 def job_environment(settings: Settings, rec: JobRecord) -> dict[str, str]:
-    env = {**settings.env(), JOB_ID.name: rec.id, JOB_DIR.name: str(settings.job_dir(rec.id))}
+    env = {**settings.env(), JOB_ID.name: rec.id, JOB_DIR.name: str(settings.job_dir(rec.id)),
+           ATTEMPT.name: str(rec.attempt)}
     gpus = [str(index) for host, index in rec.slots]
     env[GPUS.name] = ",".join(gpus)
     env[SLOT_SOURCE.name] = "nbrunner.elastic.cluster_slots:cluster_slot_source"  # ElasticTrainer follows the grant

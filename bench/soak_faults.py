@@ -1,0 +1,274 @@
+"""The soak's nine fault kinds, each injected for real, and the time until the cluster is whole
+again: Redis answers, a scheduler holds the lease, the service answers through the hub, every
+worker process is registered, no job is recorded running on a worker that is gone, and the job
+the fault hit has moved on (re-queued, ended, or, for a learner, training again).
+
+A killed component is started again as its supervisor would (the hub restarts its service
+itself); ``partition`` measures from the moment the link comes back."""
+from __future__ import annotations
+
+import json
+import random
+import signal
+import time
+from typing import Callable
+
+import psutil
+
+from soak_cluster import Cluster, Network, Proc, service_process
+
+KINDS = ("worker", "horse", "kernel", "learner", "scheduler", "service", "redis", "partition", "sigterm")
+WHOLE_TIMEOUT_S = 240.0
+TARGET_WAIT_S = 30.0  # how long a fault waits for something to hit (a running kernel, a learner)
+RESTART_DELAY_S = 1.0
+
+
+class Faults:
+    """Inject faults into ``cluster`` and measure each recovery (``recovery[kind]``: seconds)."""
+
+    def __init__(self, cluster: Cluster, net: Network, hub, check_service: Callable[[], bool], rng: random.Random):
+        self.cluster, self.net, self.hub, self.check_service, self.rng = cluster, net, hub, check_service, rng
+        self.counts: dict[str, int] = {k: 0 for k in KINDS}
+        self.recovery: dict[str, list[float]] = {k: [] for k in KINDS}
+        self.skipped: dict[str, int] = {}
+        self.notes: list[str] = []
+
+    # ---- the cluster as a whole -------------------------------------------------------------------
+    def _store(self):
+        from nbrunner.core.store import JobStore
+
+        if getattr(self, "_cached", None) is None:
+            self._cached = JobStore.from_url(self.cluster.url)  # its pool reconnects after a Redis restart
+        return self._cached
+
+    def whole(self, extra: Callable[[], bool] | None = None) -> bool:
+        from nbrunner.core.keys import LEASE, worker_key
+
+        try:
+            r = self.cluster.client()
+            if not r.ping() or not r.exists(LEASE):
+                return False
+            live = [w for w in self.cluster.workers if w.alive()]
+            if len(live) != len(self.cluster.workers):
+                return False
+            names = {f"host{w.host}.{w.pid}" for w in live}
+            if not all(r.exists(worker_key(n)) for n in names):
+                return False
+            store = self._store()
+            stuck = [rec for rec in store.all() if rec.status == "running" and rec.worker not in names]
+            if stuck:
+                return False
+            if not self.check_service():
+                return False
+            return extra() if extra else True
+        except Exception:  # noqa: BLE001 - Redis restarting, a record being written: not whole yet
+            return False
+
+    def _measure(self, kind: str, t0: float, extra: Callable[[], bool] | None = None) -> float:
+        deadline = t0 + WHOLE_TIMEOUT_S
+        while not self.whole(extra):
+            if time.monotonic() > deadline:
+                self.notes.append(f"{kind}: not whole after {WHOLE_TIMEOUT_S:g} s")
+                break
+            time.sleep(0.25)
+        took = time.monotonic() - t0
+        self.counts[kind] += 1
+        self.recovery[kind].append(took)
+        return took
+
+    # ---- targets ------------------------------------------------------------------------------------
+    def _descendants(self, match: str) -> list[psutil.Process]:
+        found = []
+        for w in self.cluster.workers:
+            if not w.alive():
+                continue
+            try:
+                for p in psutil.Process(w.pid).children(recursive=True):
+                    if match in " ".join(p.cmdline()):
+                        found.append(p)
+            except psutil.Error:
+                continue
+        return found
+
+    def _running(self, pred: Callable = lambda rec: True) -> list:
+        return [rec for rec in self._store().all() if rec.status == "running" and rec.phase == "running"
+                and pred(rec)]
+
+    def _wait_target(self, find: Callable[[], list]) -> list:
+        deadline = time.monotonic() + TARGET_WAIT_S
+        while time.monotonic() < deadline:
+            got = find()
+            if got:
+                return got
+            time.sleep(0.3)
+        return []
+
+    def _moved_on(self, job_id: str, attempt: int) -> Callable[[], bool]:
+        def check() -> bool:
+            rec = self._store().find(job_id)
+            return rec is None or rec.finished or rec.attempt != attempt or rec.status == "queued"
+        return check
+
+    def _restart(self, proc: Proc) -> None:
+        time.sleep(RESTART_DELAY_S)
+        proc.start()
+
+    # ---- the kinds -------------------------------------------------------------------------------------
+    def inject(self, kind: str) -> float | None:
+        """Inject one fault of ``kind``; returns the recovery in seconds, None if nothing to hit."""
+        return getattr(self, f"_{kind}")()
+
+    def _skip(self, kind: str, why: str) -> None:
+        self.skipped[kind] = self.skipped.get(kind, 0) + 1
+        self.notes.append(f"{kind}: skipped ({why})")
+
+    def _worker(self) -> float:
+        w = self.rng.choice(self.cluster.workers)
+        t0 = time.monotonic()
+        w.signal(signal.SIGKILL)
+        w.popen.wait()
+        self._restart(w)
+        return self._measure("worker", t0)
+
+    def _job_process(self, kind: str, match: str) -> float | None:
+        """SIGKILL a process of a running job (its work horse, kernel or learner)."""
+        def find() -> list:
+            procs = self._descendants(match)
+            if kind == "horse":  # the horse is a fork of its worker: same command line, a child of it
+                procs = []
+                for w in self.cluster.workers:
+                    try:
+                        parent = psutil.Process(w.pid)
+                        procs += [c for c in parent.children() if c.cmdline() == parent.cmdline()]
+                    except psutil.Error:
+                        continue
+            return procs
+
+        procs = self._wait_target(find)
+        if not procs:
+            self._skip(kind, f"no {match or 'work horse'} running")
+            return None
+        victim = self.rng.choice(procs)
+        job = self._job_of(victim)
+        t0 = time.monotonic()
+        try:
+            victim.kill()
+        except psutil.Error:
+            pass
+        extra = None
+        if job is not None:
+            if kind == "learner":
+                before = job.metrics.get("step") or job.progress
+                extra = self._trains_again(job.id, job.attempt, before)
+            else:
+                extra = self._moved_on(job.id, job.attempt)
+        return self._measure(kind, t0, extra)
+
+    def _job_of(self, proc: psutil.Process):
+        try:
+            env_job = proc.environ().get("NBRUNNER_JOB_ID")
+        except psutil.Error:
+            env_job = None
+        if env_job:
+            return self._store().find(env_job)
+        for w in self.cluster.workers:  # a horse: its worker's registration names the job
+            if w.alive() and proc.pid in {c.pid for c in _children(w.pid)}:
+                raw = self.cluster.client().get(f"nbrunner:worker:host{w.host}.{w.pid}")
+                job = json.loads(raw).get("job") if raw else None
+                return self._store().find(job) if job else None
+        return None
+
+    def _trains_again(self, job_id: str, attempt: int, before) -> Callable[[], bool]:
+        def check() -> bool:
+            rec = self._store().find(job_id)
+            if rec is None or rec.finished or rec.attempt != attempt:
+                return True
+            now = rec.metrics.get("step") or rec.progress
+            return now is not None and now != before
+        return check
+
+    def _horse(self) -> float | None:
+        return self._job_process("horse", "")
+
+    def _kernel(self) -> float | None:
+        return self._job_process("kernel", "ipykernel")
+
+    def _learner(self) -> float | None:
+        return self._job_process("learner", "nbrunner.elastic.learner")
+
+    def _scheduler(self) -> float:
+        from nbrunner.core.keys import LEASE
+
+        holder = self.cluster.client().get(LEASE) or ""
+        pid = int(holder.rsplit(".", 1)[-1]) if holder.rsplit(".", 1)[-1].isdigit() else None
+        live = [s for s in self.cluster.schedulers if s.alive()]
+        target = next((s for s in live if s.pid == pid), None) or self.rng.choice(live)
+        t0 = time.monotonic()
+        target.signal(signal.SIGKILL)
+        target.popen.wait()
+        self._restart(target)
+        return self._measure("scheduler", t0)
+
+    def _service(self) -> float | None:
+        proc = service_process(self.hub.proc)
+        if proc is None:
+            self._skip("service", "no service process found")
+            return None
+        t0 = time.monotonic()
+        proc.kill()
+        return self._measure("service", t0, lambda: service_process(self.hub.proc) is not None)
+
+    def _redis(self) -> float:
+        t0 = time.monotonic()
+        self.cluster.redis.signal(signal.SIGKILL)
+        self.cluster.redis.popen.wait()
+        self._restart(self.cluster.redis)
+        return self._measure("redis", t0)
+
+    def _partition(self) -> float | None:
+        if not self.net.enabled:
+            self._skip("partition", "no network namespaces: one host")
+            return None
+        h = self.rng.randint(1, self.net.hosts)
+        self.net.link(h, up=False)
+        time.sleep(self.rng.uniform(10, 20))
+        self.net.link(h, up=True)
+        return self._measure("partition", time.monotonic())
+
+    def _sigterm(self) -> float:
+        """SIGTERM a worker (an idle one if any: it is waiting in its dequeue), wait for its warm
+        shutdown, start it again."""
+        r = self.cluster.client()
+        idle = []
+        for w in self.cluster.workers:
+            raw = r.get(f"nbrunner:worker:host{w.host}.{w.pid}") if w.alive() else None
+            if raw and not json.loads(raw).get("job"):
+                idle.append(w)
+        w = self.rng.choice(idle or [w for w in self.cluster.workers if w.alive()])
+        t0 = time.monotonic()
+        w.signal(signal.SIGTERM)
+        try:
+            w.popen.wait(WHOLE_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - a warm shutdown that never ends is a finding: kill it
+            self.notes.append(f"sigterm: {w.name} did not stop within {WHOLE_TIMEOUT_S:g} s")
+            w.kill_group()
+        self._restart(w)
+        return self._measure("sigterm", t0)
+
+
+def _children(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children()
+    except psutil.Error:
+        return []
+
+
+def schedule_of_kinds(rng: random.Random, n: int) -> list[str]:
+    """``n`` fault kinds: every kind once in a shuffled round, round after round (so that a short run
+    still sees each kind)."""
+    out: list[str] = []
+    while len(out) < n:
+        round_ = list(KINDS)
+        rng.shuffle(round_)
+        out += round_
+    return out[:n]
