@@ -66,6 +66,7 @@ class Soak:
         self.users = [f"soak{self.tag}u{k}" for k in range(args.users)]
         self.mallory = f"soak{self.tag}x"
         self.stop = threading.Event()
+        self.drained = threading.Event()  # no job left to end: the faults stop too
         self.accepted: list[dict] = []
         self.sweeps: list[tuple[str, str]] = []
         self.errors: list[str] = []
@@ -109,11 +110,13 @@ class Soak:
         kinds = schedule_of_kinds(rng, int(self.args.minutes * 60 / every * 3) + 9)
         self.stop.wait(min(every, 15))
         for kind in kinds:
-            if self.stop.is_set():
-                return
+            if self.stop.is_set() and (self.faults.counts[kind] or self.faults.skipped.get(kind) or self.drained.is_set()):
+                continue  # after the submissions: only the kinds not seen yet, while jobs still run
             took = self.faults.inject(kind)
             self.say(f"fault {kind}: " + (f"whole again after {took:.1f} s" if took is not None else "skipped"))
-            self.stop.wait(rng.expovariate(1.0 / every) if every > 0 else 0)
+            wait = rng.expovariate(1.0 / every) if every > 0 else 0
+            if not self.stop.is_set():
+                self.stop.wait(wait)
 
     def service_ok(self) -> bool:
         status, _ = self.probe_api.call(self.tokens[self.users[0]], "GET", "/cluster", timeout=10)
@@ -136,6 +139,7 @@ class Soak:
             accounts.write_text(accounts_yaml(self.users))
             extra = (f"service['command'] += ['--accounts', {str(accounts)!r}]\n"
                      "c.Spawner.poll_interval = 2\nc.LocalProcessSpawner.poll_interval = 2\n")
+            (self.ws / "hub").mkdir(exist_ok=True)
             hub = Hub(cluster.env(), admins=["soakadmin"], extra_config=extra, scratch=self.ws / "hub").start()
             for name in [*self.users, self.mallory]:
                 hub.add_user(name)
@@ -181,8 +185,10 @@ class Soak:
             time.sleep(1)
         for th in threads:
             th.join(120)
+        wait_all_ended(self, cluster, END_TIMEOUT_S, faulter)
+        self.drained.set()
         faulter.join(WHOLE_JOIN_S)
-        wait_all_ended(self, cluster, END_TIMEOUT_S)
+        wait_all_ended(self, cluster, END_TIMEOUT_S)  # what the last faults re-queued
         return report(self, cluster, net, sched, stopped_at, reference)
 
 

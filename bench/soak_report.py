@@ -47,13 +47,15 @@ def elastic_reference(soak, cluster) -> dict | None:
         if status == 200 and rec["status"] in TERMINAL:
             assert rec["status"] == "completed", rec
             soak.say(f"reference ElasticTrainer run {job['id']} completed")
+            soak.reference_id = job["id"]
             return _final_params(soak.ws, job["id"])
         time.sleep(1)
     raise AssertionError("the reference ElasticTrainer job did not end")
 
 
-def wait_all_ended(soak, cluster, timeout: float) -> None:
-    """Until every job (and sweep) has ended and its worker released it, or ``timeout``."""
+def wait_all_ended(soak, cluster, timeout: float, faulter=None) -> None:
+    """Until every job (and sweep) has ended and its worker released it, or ``timeout``; and until
+    ``faulter`` (the fault thread) is done, if given."""
     deadline = time.monotonic() + timeout
     store = _store(cluster)
     from nbrunner.control.sweeps import get_record as get_sweep
@@ -67,8 +69,10 @@ def wait_all_ended(soak, cluster, timeout: float) -> None:
             soak.say(f"waiting: {exc.__class__.__name__}")
             time.sleep(2)
             continue
-        if not pending and not sweeps:
+        if not pending and not sweeps and not (faulter is not None and faulter.is_alive()):
             return
+        if not pending and not sweeps:
+            soak.drained.set()  # nothing left for the faults to hit
         if (len(pending), len(sweeps)) != last:
             soak.say(f"waiting for {len(pending)} jobs and {len(sweeps)} sweeps to end")
             last = (len(pending), len(sweeps))
@@ -220,7 +224,7 @@ def report(soak, cluster, net, sched: dict, stopped_at: float, reference) -> dic
            "elastic_mismatch": mismatch, "schedule_misfires": misfires, "orphans": len(orphans),
            "api_p99_ms": round(p99, 1)}
     unacknowledged = [i for i, r in records.items() if r.owner in soak.users and i not in {e["id"] for e in entries}
-                      and not r.sweep and not r.schedule]
+                      and not r.sweep and not r.schedule and i != getattr(soak, "reference_id", None)]
     details = {"report": out, "seed": soak.args.seed, "hosts": net.hosts if net.enabled else 1,
                "namespaces": net.enabled, "problems": problems, "elastic": elastic_notes, "misfires": misfire_notes,
                "orphans": orphans, "fault_notes": soak.faults.notes, "skipped": soak.faults.skipped,
