@@ -99,8 +99,8 @@ class Faults:
         return [rec for rec in self._store().all() if rec.status == "running" and rec.phase == "running"
                 and pred(rec)]
 
-    def _wait_target(self, find: Callable[[], list]) -> list:
-        deadline = time.monotonic() + TARGET_WAIT_S
+    def _wait_target(self, find: Callable[[], list], wait: float = TARGET_WAIT_S) -> list:
+        deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             got = find()
             if got:
@@ -139,17 +139,17 @@ class Faults:
         """SIGKILL a process of a running job (its work horse, kernel or learner)."""
         def find() -> list:
             procs = self._descendants(match)
-            if kind == "horse":  # the horse is a fork of its worker: same command line, a child of it
+            if kind == "horse":  # the horse is a fork of its worker, rq titles it "rq:worker:NAME: Processing ..."
                 procs = []
                 for w in self.cluster.workers:
                     try:
-                        parent = psutil.Process(w.pid)
-                        procs += [c for c in parent.children() if c.cmdline() == parent.cmdline()]
+                        procs += [c for c in psutil.Process(w.pid).children()
+                                  if "Processing" in " ".join(c.cmdline())]
                     except psutil.Error:
                         continue
             return procs
 
-        procs = self._wait_target(find)
+        procs = self._wait_target(find, TARGET_WAIT_S * (4 if kind == "learner" else 1))  # elastic jobs are fewer
         if not procs:
             self._skip(kind, f"no {match or 'work horse'} running")
             return None

@@ -28,6 +28,7 @@ KINDS = ("worker", "horse", "kernel", "learner", "scheduler", "service", "redis"
 @pytest.fixture(scope="module")
 def soak():
     ws = short_tmpdir("nbsk")
+    os.chmod(ws, 0o711)  # the users' jobs reach the workspace inside it
     log = ws.parent / f"{ws.name}.jsonl"
     cmd = [sys.executable, str(ROOT / "bench" / "soak.py"), "--minutes", "3", "--users", "3", "--hosts", "2",
            "--fault-every", "6", "--seed", "3", "--workspace", str(ws / "ws"), "--log", str(log), "--json"]
