@@ -36,7 +36,8 @@ import msgspec
 
 from .config import MAX_TIMEOUT_S
 from .efficiency import check_efficiency
-from .errors import Conflict
+from .fence import Refused, fence
+from .fence import same_attempt as _same_attempt
 from .models import JobPhase, JobRecord, JobStatus, check_priority
 
 QUEUED, RUNNING, COMPLETED, FAILED, CANCELLED = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.COMPLETED,
@@ -47,10 +48,6 @@ RUNS = (STARTED, PREEMPTING)  # a worker runs the job
 KERNEL_KILLED = "kernel killed"  # a kernel killed from outside (OOM killer, an admin) is run again, like a lost worker
 WORKER_LOST = "worker lost"
 HORSE_DIED = "worker process died: the job's process was killed"
-
-
-class Refused(Conflict):
-    """The event is not legal in the record's state (nothing changed); the message says why."""
 
 
 # ---- events: what happened to a job -------------------------------------------------------------
@@ -88,13 +85,12 @@ class Start(Event, frozen=True):
 
 
 class Progress(Event, frozen=True):
-    """The running notebook reports progress (0..1) and/or metrics; ``attempt``: the attempt whose
-    processes report it (refused once the record has moved on, see :func:`fence`)."""
+    """The running notebook reports progress (0..1) and/or metrics."""
 
     name = "progress"
     progress: float | None = None
     metrics: dict[str, Any] | None = None
-    attempt: int | None = None
+    attempt: int | None = None  # whose processes report it: see fence()
 
 
 class Finish(Event, frozen=True):
@@ -343,27 +339,6 @@ def _with(rec: JobRecord, **changes: Any) -> JobRecord:
         when = {RUNNING: changes.get("started_at"), QUEUED: at}.get(status, changes.get("finished_at"))
         changes["history"] = [*rec.history, {"status": status.value, "at": when or rec.created_at}]
     return msgspec.structs.replace(rec, **changes)
-
-
-def _same_attempt(rec: JobRecord, attempt: int, *statuses: JobStatus) -> None:
-    if rec.attempt != attempt:
-        raise Refused(f"job {rec.id}: attempt {attempt} is stale (now {rec.attempt})")
-    if statuses and rec.status not in statuses:
-        raise Refused(f"job {rec.id} is {rec.status}")
-
-
-LIVE = (DISPATCHED, STARTED, PREEMPTING, STOPPING)  # an attempt still owns the job in these phases
-
-
-def fence(rec: JobRecord, attempt: int | None) -> None:
-    """Refuse a write on behalf of ``attempt`` (its kernel, learners or work horse) once the record
-    has moved on: a later attempt, or the job back in the queue or released.  A worker cut off by a
-    partition that comes back cannot change the record of the job re-queued and running elsewhere.
-    ``None``: a write that names no attempt (the scheduler's, a user's) is not fenced."""
-    if attempt is None:
-        return
-    if rec.attempt != attempt or rec.phase not in LIVE:
-        raise Refused(f"job {rec.id}: attempt {attempt} is stale (now attempt {rec.attempt}, {rec.phase})")
 
 
 def _unfinished(rec: JobRecord) -> None:
