@@ -228,6 +228,9 @@ RQ_RESULT_TTL_S = 3600
 RQ_FAILURE_TTL_S = 24 * 3600
 #: Seconds between a worker's heartbeats while they fail (Redis out of reach): back at once when it returns.
 HEARTBEAT_RETRY_S = 0.2
+#: Seconds a worker (or its work horse) retries the record of a job's end while Redis is out of reach
+#: (restarting from its AOF, a link down): the end is not lost to an outage, and the worker does not die of it.
+OUTAGE_RETRY_S = 120.0
 #: Seconds a worker's Redis connection waits on its socket: a heartbeat over a cut link fails fast.
 WORKER_SOCKET_TIMEOUT_S = 5
 #: Seconds a Redis client of nbrunner waits to connect.

@@ -8,6 +8,7 @@ this attempt (a cancel or a re-queue after a lost worker wins).
 from __future__ import annotations
 
 from ..control.actions import advance
+from ..control.outage import until_reachable
 from ..core.config import ATTEMPT, GPUS, JOB_DIR, JOB_ID, SLOT_SOURCE, Settings
 from ..core.lifecycle import Fail, Finish, Refused, Start, Timeout
 from ..core.models import JobRecord, utcnow
@@ -32,7 +33,7 @@ def finish(store: JobStore, settings: Settings, job_id: str, attempt: int, error
     event = (Timeout(attempt=attempt, at=at) if timed_out else Fail(attempt=attempt, error=error, at=at) if error
              else Finish(attempt=attempt, at=at))
     try:
-        return advance(store, job_id, event, settings).record
+        return until_reachable(lambda: advance(store, job_id, event, settings).record, f"ending job {job_id}")
     except Refused:
         return None
 
