@@ -23,6 +23,7 @@ import os
 import random
 import secrets
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -213,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for key in ("NBRUNNER_REDIS_URL", "NBRUNNER_STORAGE", "NBRUNNER_WORKSPACE"):
         os.environ.pop(key, None)
+    # stopped early (also when started in the background, where SIGINT is ignored): clean up all the same
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     result = Soak(args).run()
     if args.json:
         print(json.dumps(result["report"]))

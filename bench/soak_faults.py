@@ -72,6 +72,7 @@ class Faults:
                  since: float | None = None) -> float:
         deadline = t0 + WHOLE_TIMEOUT_S
         while not self.whole(extra, since):
+            self.revive()
             if time.monotonic() > deadline:
                 self.notes.append(f"{kind}: not whole after {WHOLE_TIMEOUT_S:g} s")
                 break
@@ -80,6 +81,14 @@ class Faults:
         self.counts[kind] += 1
         self.recovery[kind].append(took)
         return took
+
+    def revive(self) -> None:
+        """Start again, as their supervisor would, the workers and schedulers that died of something
+        else than a fault (a finding: noted)."""
+        for p in [*self.cluster.workers, *self.cluster.schedulers]:
+            if p.popen is not None and not p.alive():
+                self.notes.append(f"{p.name} (pid {p.pid}) died by itself with {p.popen.returncode}: started again")
+                p.start()
 
     # ---- targets ------------------------------------------------------------------------------------
     def _descendants(self, match: str) -> list[psutil.Process]:
