@@ -18,7 +18,8 @@ import redis
 
 from support import short_tmpdir, wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]  # ~3 min of submissions, then the drain
+SOAK_TIMEOUT_S = 3000
 
 ROOT = Path(__file__).resolve().parents[2]
 TERMINAL = ("completed", "failed", "cancelled")
@@ -32,10 +33,16 @@ def soak():
     log = ws.parent / f"{ws.name}.jsonl"
     cmd = [sys.executable, str(ROOT / "bench" / "soak.py"), "--minutes", "3", "--users", "3", "--hosts", "2",
            "--fault-every", "6", "--seed", "3", "--workspace", str(ws / "ws"), "--log", str(log), "--json"]
-    p = subprocess.run(["nice", *cmd], capture_output=True, text=True, timeout=2400)
-    assert p.returncode == 0, p.stderr[-4000:]
-    report = json.loads(p.stdout.strip().splitlines()[-1])
-    print("\nsoak:", json.dumps(report), "\n", p.stderr[-3000:])
+    p = subprocess.Popen(["nice", *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=SOAK_TIMEOUT_S)
+    finally:
+        if p.poll() is None:  # stopped early: SIGTERM, so that it removes its users and namespaces
+            p.terminate()
+            p.communicate(timeout=180)
+    assert p.returncode == 0, err[-4000:]
+    report = json.loads(out.strip().splitlines()[-1])
+    print("\nsoak:", json.dumps(report), "\n", err[-3000:])
     return report, ws / "ws", [json.loads(line) for line in log.read_text().splitlines()]
 
 
