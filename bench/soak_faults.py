@@ -164,21 +164,25 @@ class Faults:
             return None
         victim = self.rng.choice(procs)
         job = self._job_of(victim)
+        try:  # the attempt the process belongs to: a cut-off host may still run an attempt re-run elsewhere
+            attempt = int(victim.environ().get("NBRUNNER_ATTEMPT") or (job.attempt if job else 0))
+        except (psutil.Error, ValueError):
+            attempt = job.attempt if job else 0
         t0 = time.monotonic()
         try:
             cmd = " ".join(victim.cmdline())[:80]
             victim.kill()
         except psutil.Error as exc:
             cmd = f"gone before the kill ({exc.__class__.__name__})"
-        self.notes.append(f"{kind}: killed {victim.pid} ({cmd}) of job "
-                          f"{job.id if job else None} attempt {job.attempt if job else None}")
+        self.notes.append(f"{kind}: killed {victim.pid} ({cmd}) of job {job.id if job else None} attempt {attempt}"
+                          + (f" (the record is at attempt {job.attempt})" if job and job.attempt != attempt else ""))
         extra = None
         if job is not None:
             if kind == "learner":
                 before = job.metrics.get("step") or job.progress
-                extra = self._trains_again(job.id, job.attempt, before)
+                extra = self._trains_again(job.id, attempt, before)
             else:
-                extra = self._moved_on(job.id, job.attempt)
+                extra = self._moved_on(job.id, attempt)
         return self._measure(kind, t0, extra)
 
     def _job_of(self, proc: psutil.Process):
