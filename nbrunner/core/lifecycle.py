@@ -417,6 +417,9 @@ def _finish(rec: JobRecord, e: Finish) -> Transition:
 
 def _fail(rec: JobRecord, e: Fail) -> Transition:
     _same_attempt(rec, e.attempt, RUNNING)
+    if e.error.startswith(KERNEL_KILLED) and rec.lost < rec.retries and rec.phase is STARTED:
+        # run again once its worker confirms the release: never a terminal status it comes back from
+        return Transition(_with(rec, phase=PREEMPTING, reclaimed=e.error), (), "")
     return _end(rec, FAILED, e.error, e.at, e.name)
 
 
@@ -448,9 +451,11 @@ def _requeue(rec: JobRecord, why: str, event: str, at: str) -> Transition:
     entry of the return to the queue says ``why`` (``reason``).  A retry (lost worker, killed
     kernel) counts against ``retries``; a preemption does not."""
     gone, free = _slots_freed(rec, "requeued")
-    count = {"preempted": rec.preempted + 1} if rec.phase is PREEMPTING else {"lost": rec.lost + 1}
+    retry = rec.phase is not PREEMPTING or (rec.reclaimed or "").startswith(KERNEL_KILLED)
+    count = {"lost": rec.lost + 1} if retry else {"preempted": rec.preempted + 1}
+    reclaimed = {"reclaimed": None} if (rec.reclaimed or "").startswith(KERNEL_KILLED) else {}
     new = _with(rec, status=QUEUED, phase=WAITING, worker=None, error=None, progress=None, finished_at=None,
-                at=at, **count, **gone)
+                at=at, **count, **gone, **reclaimed)
     new = msgspec.structs.replace(new, history=[*new.history[:-1], {**new.history[-1], "reason": why}])
     return Transition(new, (ForgetRun(attempt=rec.attempt),) + free, event)
 
