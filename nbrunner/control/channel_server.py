@@ -61,16 +61,18 @@ def _learner_request(value: Any) -> dict[str, Any]:
 
 
 class ChannelServer:
-    """Carries out job ``job_id``'s requests with ``store`` (the cluster's credential)."""
+    """Carries out job ``job_id``'s requests with ``store`` (the cluster's credential), on behalf of
+    ``attempt``: its changes and releases are fenced by it, whatever a request says."""
 
-    def __init__(self, store: JobStore, job_id: str):
+    def __init__(self, store: JobStore, job_id: str, attempt: int | None = None):
         self.store = store
         self.job_id = job_id
-        self.direct = Direct(store, job_id)
+        self.direct = Direct(store, job_id, attempt)
         self.learners: set[str] = set()  # the remote learners this job started
         self.ops: dict[str, Callable[[dict[str, Any]], Any]] = {
             "transition": self._transition, "held": lambda a: [list(s) for s in held_by(store.r, job_id)],
-            "release": lambda a: [list(s) for s in release_and_sync(store, job_id, _slots(a.get("slots")))],
+            "release": lambda a: [list(s) for s in release_and_sync(store, job_id, _slots(a.get("slots")),
+                                                                   attempt=self.direct.attempt)],
             "devices": lambda a: self.direct.devices(), "start_learner": self._start_learner,
             "learner_status": lambda a: self.direct.learner_status(self._own(a)) if self._mine(a) else {},
             "cancel_learner": lambda a: self.direct.cancel_learner(self._own(a)) if self._mine(a) else False,

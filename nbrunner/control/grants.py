@@ -20,9 +20,9 @@ from typing import Iterable
 import redis
 
 from ..core.config import JOB_ID, REDIS_URL, SLOTLOG_MAXLEN
-from ..core.keys import PREFIX, grant_key
-from ..core.lifecycle import AppendTimeline, Declare, Refused, SlotsHeld, TrainingOver
-from ..core.models import utcnow
+from ..core.keys import PREFIX, grant_key, job_key
+from ..core.lifecycle import AppendTimeline, Declare, Refused, SlotsHeld, TrainingOver, fence
+from ..core.models import JobRecord, utcnow
 from ..core.placement import Slot
 from ..core.store import JobStore
 from .job_channel import WorkerChannel, channel_for
@@ -78,17 +78,22 @@ def take(r: redis.Redis, job_id: str, slot: Slot) -> bool:
     return True
 
 
-def release(r: redis.Redis, job_id: str, slots: Iterable[Slot], reason: str = "release") -> list[Slot]:
+def release(r: redis.Redis, job_id: str, slots: Iterable[Slot], reason: str = "release",
+            attempt: int | None = None) -> list[Slot]:
     """Drop ``job_id``'s hold on ``slots`` (only those it holds), all at once (a scheduler pass
-    never sees part of a release); returns what was released."""
+    never sees part of a release); returns what was released.  ``attempt``: released on behalf of
+    that attempt of the job, which must still own it (:func:`nbrunner.core.lifecycle.fence`):
+    a stale attempt's learners cannot give away the slots a later attempt holds."""
     names = {slot_name(tuple(slot)): tuple(slot) for slot in slots}
     if not names:
         return []
     with r.pipeline() as p:
         while True:
             try:
-                p.watch(HOLDINGS)
+                p.watch(HOLDINGS, *([job_key(job_id)] if attempt is not None else []))
                 held = [n for n, holder in zip(names, p.hmget(HOLDINGS, list(names))) if holder == job_id]
+                if held and attempt is not None and not _owns(p.get(job_key(job_id)), attempt):
+                    held = []
                 if not held:
                     p.reset()
                     return []
@@ -102,6 +107,17 @@ def release(r: redis.Redis, job_id: str, slots: Iterable[Slot], reason: str = "r
                 return [names[n] for n in held]
             except redis.WatchError:
                 continue
+
+
+def _owns(raw: str | bytes | None, attempt: int) -> bool:
+    """Does the job record ``raw`` still belong to ``attempt``?"""
+    if raw is None:
+        return False
+    try:
+        fence(JobRecord.from_json(raw), attempt)
+    except (Refused, ValueError):
+        return False
+    return True
 
 
 def sync_slots(store: JobStore, job_id: str) -> None:
@@ -177,7 +193,7 @@ class GrantClient:
     def release(self, slots: Iterable[Slot]) -> list[Slot]:
         if isinstance(self.channel, WorkerChannel):
             return self.channel.release(slots)
-        return release_and_sync(self.store, self.job_id, slots)
+        return release_and_sync(self.store, self.job_id, slots, attempt=getattr(self.channel, "attempt", None))
 
     def withdraw(self) -> list[Slot]:
         """Training is over: want no slot any more and release all the job holds."""
@@ -187,10 +203,10 @@ class GrantClient:
         return self.release(self.held())
 
 
-def release_and_sync(store: JobStore, job_id: str, slots: Iterable[Slot]) -> list[Slot]:
+def release_and_sync(store: JobStore, job_id: str, slots: Iterable[Slot], attempt: int | None = None) -> list[Slot]:
     """A job confirms that nothing of it runs on ``slots``: release those it holds, note it in its
-    record and wake the scheduler; returns what was released."""
-    done = release(store.r, job_id, slots)
+    record and wake the scheduler; returns what was released (nothing for a stale ``attempt``)."""
+    done = release(store.r, job_id, slots, attempt=attempt)
     if done:
         sync_slots(store, job_id)
         store.emit("released", job=job_id)

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from ..core.config import JOB_CHANNEL
+from ..core.config import ATTEMPT, JOB_CHANNEL
 from ..core.keys import LEARNER_STATUS_TTL_S, agent_control, channel_key, learner_requests, learner_status, reply_key
 from ..core.lifecycle import Declare, Progress, Refused, TrainingOver
 from ..core.store import JobStore
@@ -44,16 +44,27 @@ def channel_for(store: JobStore, job_id: str | None):
     return WorkerChannel(store, job_id) if through_worker() and job_id else Direct(store, job_id)
 
 
-class Direct:
-    """A job's changes done with the cluster's own credential (the default, and the horse's side)."""
+def stamped(event: Any, attempt: int | None) -> Any:
+    """``event`` carrying ``attempt`` (the fence, :func:`nbrunner.core.lifecycle.fence`) if it is
+    one of a job's own events."""
+    if attempt is None or not hasattr(event, "attempt"):
+        return event
+    return msgspec.structs.replace(event, attempt=attempt)
 
-    def __init__(self, store: JobStore, job_id: str | None):
+
+class Direct:
+    """A job's changes done with the cluster's own credential (the default, and the horse's side).
+    ``attempt`` (default: ``NBRUNNER_ATTEMPT``, which the worker sets for a job's processes) fences
+    every change: once the record has moved on to a later attempt, nothing changes."""
+
+    def __init__(self, store: JobStore, job_id: str | None, attempt: int | None = None):
         self.store = store
         self.job_id = job_id
+        self.attempt = attempt if attempt is not None else ATTEMPT.count()
 
     def transition(self, event: Any) -> None:
         """Apply a job event (:data:`JOB_EVENTS`) to the job's record; Refused if not legal now."""
-        self.store.transition(self.job_id, event)
+        self.store.transition(self.job_id, stamped(event, self.attempt))
 
     def devices(self) -> dict[str, str]:
         """Each live host's device (``cuda`` or ``cpu``)."""

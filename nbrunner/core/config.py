@@ -183,6 +183,8 @@ HOST_ADDR = Variable("NBRUNNER_HOST_ADDR", "the address other hosts reach this w
                      shown="127.0.0.1", internal=True)
 JOB_ID = Variable("NBRUNNER_JOB_ID", "the job a kernel or a learner belongs to", internal=True)
 JOB_DIR = Variable("NBRUNNER_JOB_DIR", "that job's directory (`runs/<job-id>/`)", internal=True)
+ATTEMPT = Variable("NBRUNNER_ATTEMPT", "the attempt of that job the process belongs to (its writes are fenced by it)",
+                   kind="count", internal=True)
 GPUS = Variable("NBRUNNER_GPUS", "the slot indices a job's kernel was granted, comma-separated", internal=True)
 SLOT_SOURCE = Variable("NBRUNNER_SLOT_SOURCE", "the `module:factory` that gives an ElasticTrainer in a job its "
                        "slots (the cluster's grant)", internal=True)
@@ -208,7 +210,7 @@ JOB_CHANNEL = Variable("NBRUNNER_JOB_CHANNEL", "`worker`: a job's processes ask 
 VARIABLES = (WORKSPACE, REDIS_URL, STORAGE, RETRIES, WORKER_TTL, LEASE_TTL, GOODPUT_QUEUE, KEEP_DAYS, RUNTIME_DIR,
              WARM_KERNEL, LAB_TOKEN, ELASTIC_THREADS, ELASTIC_CPUS, ELASTIC_KEEP_LOGS, SERVICE_URL, TOKEN,
              MAX_INPUT_BYTES, SMTP_URL, NOTIFY_ALLOW, NOTIFY_RETRIES, NOTIFY_BACKOFF, NOTIFY_PAGE_URL,
-             HOST, HOST_ADDR, JOB_ID, JOB_DIR, GPUS, SLOT_SOURCE, SPARE_KERNEL, WARM_IMPORTS, LEARNER_LOADED,
+             HOST, HOST_ADDR, JOB_ID, JOB_DIR, ATTEMPT, GPUS, SLOT_SOURCE, SPARE_KERNEL, WARM_IMPORTS, LEARNER_LOADED,
              ELASTIC_SYSPATH, ELASTIC_DEVICE, ELASTIC_STORE_TIMEOUT, ELASTIC_STANDBY, MIN_UID, RUN_AS_OWNER, JOB_CHANNEL)
 #: The variables users set (the README's configuration table).
 USER_VARIABLES = tuple(v for v in VARIABLES if not v.internal)
@@ -248,6 +250,9 @@ RQ_RESULT_TTL_S = 3600
 RQ_FAILURE_TTL_S = 24 * 3600
 #: Seconds between a worker's heartbeats while they fail (Redis out of reach): back at once when it returns.
 HEARTBEAT_RETRY_S = 0.2
+#: Seconds a worker (or its work horse) retries the record of a job's end while Redis is out of reach
+#: (restarting from its AOF, a link down): the end is not lost to an outage, and the worker does not die of it.
+OUTAGE_RETRY_S = 120.0
 #: Seconds a worker's Redis connection waits on its socket: a heartbeat over a cut link fails fast.
 WORKER_SOCKET_TIMEOUT_S = 5
 #: Seconds a Redis client of nbrunner waits to connect.

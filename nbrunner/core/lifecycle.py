@@ -36,7 +36,8 @@ import msgspec
 
 from .config import MAX_TIMEOUT_S
 from .efficiency import check_efficiency
-from .errors import Conflict
+from .fence import Refused, fence
+from .fence import same_attempt as _same_attempt
 from .models import JobPhase, JobRecord, JobStatus, check_priority
 
 QUEUED, RUNNING, COMPLETED, FAILED, CANCELLED = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.COMPLETED,
@@ -47,10 +48,6 @@ RUNS = (STARTED, PREEMPTING)  # a worker runs the job
 KERNEL_KILLED = "kernel killed"  # a kernel killed from outside (OOM killer, an admin) is run again, like a lost worker
 WORKER_LOST = "worker lost"
 HORSE_DIED = "worker process died: the job's process was killed"
-
-
-class Refused(Conflict):
-    """The event is not legal in the record's state (nothing changed); the message says why."""
 
 
 # ---- events: what happened to a job -------------------------------------------------------------
@@ -93,6 +90,7 @@ class Progress(Event, frozen=True):
     name = "progress"
     progress: float | None = None
     metrics: dict[str, Any] | None = None
+    attempt: int | None = None  # whose processes report it: see fence()
 
 
 class Finish(Event, frozen=True):
@@ -217,12 +215,14 @@ class Declare(Event, frozen=True):
     name = "elastic"
     min_gpus: int | None = None
     max_gpus: int | None = None
+    attempt: int | None = None  # fenced as Progress's
 
 
 class TrainingOver(Event, frozen=True):
     """The job's trainer closed: it wants no GPU until it trains again."""
 
     name = "training_over"
+    attempt: int | None = None  # fenced as Progress's
 
 
 class StoppedEarly(Event, frozen=True):
@@ -342,13 +342,6 @@ def _with(rec: JobRecord, **changes: Any) -> JobRecord:
     return msgspec.structs.replace(rec, **changes)
 
 
-def _same_attempt(rec: JobRecord, attempt: int, *statuses: JobStatus) -> None:
-    if rec.attempt != attempt:
-        raise Refused(f"job {rec.id}: attempt {attempt} is stale (now {rec.attempt})")
-    if statuses and rec.status not in statuses:
-        raise Refused(f"job {rec.id} is {rec.status}")
-
-
 def _unfinished(rec: JobRecord) -> None:
     if rec.finished:
         raise Refused(f"job {rec.id} is already {rec.status}")
@@ -381,6 +374,7 @@ def _start(rec: JobRecord, e: Start) -> Transition:
 
 
 def _progress(rec: JobRecord, e: Progress) -> Transition:
+    fence(rec, e.attempt)
     _unfinished(rec)
     changes: dict[str, Any] = {}
     if e.progress is not None:
@@ -424,6 +418,9 @@ def _finish(rec: JobRecord, e: Finish) -> Transition:
 
 def _fail(rec: JobRecord, e: Fail) -> Transition:
     _same_attempt(rec, e.attempt, RUNNING)
+    if e.error.startswith(KERNEL_KILLED) and rec.lost < rec.retries and rec.phase is STARTED:
+        # run again once its worker confirms the release: never a terminal status it comes back from
+        return Transition(_with(rec, phase=PREEMPTING, preempt_reason=e.error), (), "")
     return _end(rec, FAILED, e.error, e.at, e.name)
 
 
@@ -455,7 +452,9 @@ def _requeue(rec: JobRecord, why: str, event: str, at: str) -> Transition:
     entry of the return to the queue says ``why`` (``reason``).  A retry (lost worker, killed
     kernel) counts against ``retries``; a preemption does not."""
     gone, free = _slots_freed(rec, "requeued")
-    count = {"preempted": rec.preempted + 1, "reclaimed": why} if rec.phase is PREEMPTING else {"lost": rec.lost + 1}
+    kernel = rec.phase is PREEMPTING and (rec.preempt_reason or "").startswith(KERNEL_KILLED)
+    count = {"lost": rec.lost + 1} if rec.phase is not PREEMPTING or kernel else {"preempted": rec.preempted + 1,
+                                                                                "reclaimed": why}
     new = _with(rec, status=QUEUED, phase=WAITING, worker=None, error=None, progress=None, finished_at=None,
                 at=at, **count, **gone)
     new = msgspec.structs.replace(new, history=[*new.history[:-1], {**new.history[-1], "reason": why}])
@@ -560,6 +559,7 @@ def _slots_held(rec: JobRecord, e: SlotsHeld) -> Transition:
 
 
 def _declare(rec: JobRecord, e: Declare) -> Transition:
+    fence(rec, e.attempt)
     _unfinished(rec)
     changes: dict[str, Any] = {"elastic": True, "training_over": False}
     if e.min_gpus is not None and e.max_gpus is not None and 0 <= e.min_gpus <= e.max_gpus:
@@ -568,6 +568,7 @@ def _declare(rec: JobRecord, e: Declare) -> Transition:
 
 
 def _training_over(rec: JobRecord, e: TrainingOver) -> Transition:
+    fence(rec, e.attempt)
     if rec.training_over:
         return Transition(rec)
     return Transition(_with(rec, training_over=True), (), e.name)
@@ -596,4 +597,4 @@ def settle_event(rec: JobRecord, attempt: int, worker: str, at: str) -> JobEvent
     return ReleaseConfirmed(attempt=attempt, worker=worker, at=at)
 
 
-__all__ = ["transition", "submitted", "settle_event", "timeout_error", "Refused", "Transition", "JobEvent"]
+__all__ = ["transition", "submitted", "settle_event", "fence", "timeout_error", "Refused", "Transition", "JobEvent"]

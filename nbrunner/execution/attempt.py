@@ -8,7 +8,8 @@ this attempt (a cancel or a re-queue after a lost worker wins).
 from __future__ import annotations
 
 from ..control.actions import advance
-from ..core.config import GPUS, JOB_DIR, JOB_ID, SLOT_SOURCE, Settings
+from ..control.outage import until_reachable
+from ..core.config import ATTEMPT, GPUS, JOB_DIR, JOB_ID, SLOT_SOURCE, Settings
 from ..core.lifecycle import Fail, Finish, Refused, Start, Timeout
 from ..core.models import JobRecord, utcnow
 from ..core.safe_write import write_into
@@ -32,13 +33,14 @@ def finish(store: JobStore, settings: Settings, job_id: str, attempt: int, error
     event = (Timeout(attempt=attempt, at=at) if timed_out else Fail(attempt=attempt, error=error, at=at) if error
              else Finish(attempt=attempt, at=at))
     try:
-        return advance(store, job_id, event, settings).record
+        return until_reachable(lambda: advance(store, job_id, event, settings).record, f"ending job {job_id}")
     except Refused:
         return None
 
 
 def job_environment(settings: Settings, rec: JobRecord) -> dict[str, str]:
-    env = {**settings.env(), JOB_ID.name: rec.id, JOB_DIR.name: str(settings.job_dir(rec.id))}
+    env = {**settings.env(), JOB_ID.name: rec.id, JOB_DIR.name: str(settings.job_dir(rec.id)),
+           ATTEMPT.name: str(rec.attempt)}
     gpus = [str(index) for host, index in rec.slots]
     env[GPUS.name] = ",".join(gpus)
     env[SLOT_SOURCE.name] = "nbrunner.elastic.cluster_slots:cluster_slot_source"  # ElasticTrainer follows the grant

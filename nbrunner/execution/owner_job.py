@@ -53,7 +53,7 @@ def run_as_owner(store: JobStore, settings: Settings, rec: JobRecord) -> str:
         runner, result = start_runner(rec, settings, account, env)
     except (OSError, subprocess.SubprocessError) as exc:  # e.g. this Python is out of the account's reach
         return end(store, settings, rec, one_line(f"cannot start the notebook as {account.name}: {exc}"), False)
-    serve(store, cred, runner)
+    serve(store, cred, runner, rec.attempt)
     error, timed_out = outcome(runner, result)
     return end(store, settings, rec, error, timed_out)
 
@@ -77,9 +77,9 @@ def start_runner(rec: JobRecord, settings: Settings, account: Account, env: dict
     return proc, r
 
 
-def serve(store: JobStore, cred: JobCredential, runner: subprocess.Popen) -> None:
-    """Carry out the job's requests until its runner exits."""
-    server = ChannelServer(store, cred.job_id)
+def serve(store: JobStore, cred: JobCredential, runner: subprocess.Popen, attempt: int | None = None) -> None:
+    """Carry out the job's requests (on behalf of ``attempt``) until its runner exits."""
+    server = ChannelServer(store, cred.job_id, attempt)
     check = time.monotonic() + CHECK_ACCESS_S
     while runner.poll() is None:
         try:

@@ -31,6 +31,7 @@ from rq import Worker
 from ..control.actions import advance
 from ..control.job_access import check_protected, mark_run_as_owner, revoke_access, runs_as_owner
 from ..control.queues import DEFAULT_QUEUE, host_queue, rq_connection
+from ..control.outage import until_reachable
 from ..control.registration import heartbeat, heartbeat_interval, unregister
 from ..core.config import (GPU_DETECT_TIMEOUT_S, HEARTBEAT_RETRY_S, HOST, HOST_ADDR, LEFTOVERS_WAIT_S,
                            WORKER_SOCKET_TIMEOUT_S, WORKER_TTL, RUN_AS_OWNER, Settings, check)
@@ -254,26 +255,27 @@ class NbrunnerWorker(Worker):
     def _revoke(self, job_id: str) -> None:
         """Delete the job's Redis user now that none of its processes runs."""
         try:
-            revoke_access(self.store, job_id)
+            until_reachable(lambda: revoke_access(self.store, job_id), f"job {job_id}: deleting its Redis user")
         except Exception as exc:  # noqa: BLE001 - the next attempt's start deletes it first
             log.warning("could not delete job %s's Redis user: %s", job_id, exc)
 
     def _hand_over(self, job_id: str) -> None:
         """The job directory's group (the service's) may read all of it, and delete it later."""
-        rec = self.store.find(job_id)
-        account = as_owner.resolve(rec.owner)[0] if rec is not None else None
-        if account is not None:
-            try:
+        try:
+            rec = until_reachable(lambda: self.store.find(job_id), f"job {job_id}: handing its directory over")
+            account = as_owner.resolve(rec.owner)[0] if rec is not None else None
+            if account is not None:
                 as_owner.hand_over(self.settings.job_dir(job_id), account)
-            except Exception as exc:  # noqa: BLE001
-                log.warning("could not hand job %s's directory over: %s", job_id, exc)
+        except Exception as exc:  # noqa: BLE001 - never the worker's death
+            log.warning("could not hand job %s's directory over: %s", job_id, exc)
 
     def _settle(self, job_id: str, attempt: int) -> None:
         """After the horse is gone: confirm that nothing of the attempt runs (a death the horse could
         not record, a cancel it was stopped by, a killed kernel to run again)."""
         try:
-            done = advance(self.store, job_id, lambda rec: settle_event(rec, attempt, self.name, utcnow())
-                           if rec.attempt == attempt and rec.worker == self.name else None, self.settings)
+            done = until_reachable(lambda: advance(
+                self.store, job_id, lambda rec: settle_event(rec, attempt, self.name, utcnow())
+                if rec.attempt == attempt and rec.worker == self.name else None, self.settings), f"settling job {job_id}")
         except Refused:
             return
         except Exception as exc:

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import redis
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.ioloop import IOLoop
@@ -20,7 +21,7 @@ from tornado.iostream import StreamClosedError
 from ..control.api import ClusterAPI
 from ..control.job_files import DOWNLOADS, copy_file, download_file, download_name, zip_dir
 from ..core.config import IO_CHUNK_BYTES, JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BODY, MAX_CONTENT_BODY
-from ..core.errors import Forbidden, InvalidRequest, NbrunnerError
+from ..core.errors import Forbidden, InvalidRequest, NbrunnerError, NoCluster
 from ..core.identity import Caller, local_caller
 from ..core.limits import MAX_INT64, bad_input, loads_json
 from ..core.models import STATUSES
@@ -74,6 +75,9 @@ class BaseHandler:
     def _handle_request_exception(self, e: BaseException) -> None:
         if not isinstance(e, NbrunnerError) and bad_input(e) is not None:  # hostile input, not a bug: 400
             e = InvalidRequest(bad_input(e))
+        if isinstance(e, (redis.ConnectionError, redis.TimeoutError)):  # Redis restarting, or cut off: 503
+            e = NoCluster(f"the cluster's Redis is out of reach right now ({e.__class__.__name__}): "
+                          "try again in a moment")
         if isinstance(e, NbrunnerError):
             if self._finished:
                 return

@@ -38,6 +38,7 @@ def test_no_cluster_says_how_to_start_one():
     (["submit"], ["Missing argument"]),
     (["submit", "hello.ipynb", "--min-gpus", "x"], ["--min-gpus"]),
     (["submit", "hello.ipynb", "-p", "A"], ["-p needs a name and a value"]),
+    (["submit", "hello.ipynb", "-p", "N", "9" * 5000], ["-p N", "5000 digits", "too long"]),
     (["jobs", "--status", "done"], ["--status"]),
     (["worker", "--gpus", "many"], ["--gpus"]),
 ])
@@ -45,6 +46,18 @@ def test_no_cluster_says_how_to_start_one():
 def test_bad_arguments_one_line_nonzero(ws, args, words):
     p = run(*args[:1], "--dir", str(ws), *args[1:]) if args[0] != "bogus" else run(*args)
     assert_one_line_error(p, 2, *words)
+
+
+def test_a_too_long_integer_parameter_is_named_in_one_line():
+    import typer
+
+    from nbrunner.client.cli.app import typed_parameters
+
+    with pytest.raises(typer.BadParameter, match=r"^-p N: an integer of 5000 digits is too long \(at most \d+\)$"):
+        typed_parameters(["N=" + "9" * 5000])
+    with pytest.raises(typer.BadParameter, match="5000 digits"):
+        typed_parameters(["N=-" + "1" * 5000])
+    assert typed_parameters(["N=" + "9" * 4000, "X=1e5000"]) == {"N": int("9" * 4000), "X": "1e5000"}
 
 
 @pytest.mark.slow

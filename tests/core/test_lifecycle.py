@@ -187,10 +187,20 @@ def test_a_lost_worker_requeues_with_the_error_cleared_then_fails_when_retries_a
 
 
 def test_a_killed_kernel_is_run_again_like_a_lost_worker_with_the_error_cleared():
-    killed = at_state("failed/stopping", error=f"{KERNEL_KILLED} by SIGKILL (DeadKernelError)")
+    error = f"{KERNEL_KILLED} by SIGKILL (DeadKernelError)"
+    killed = transition(at_state("running"), Fail(attempt=1, error=error, at=T))
+    # never a terminal status it would come back from (one terminal history entry, one terminal event)
+    assert (killed.record.status, killed.record.phase, killed.event) == ("running", "preempting", "")
+    again = transition(killed.record, settle_event(killed.record, 1, "w1", T))
+    assert again.record.status == "queued" and again.record.error is None and again.record.finished_at is None
+    assert again.record.history[-1]["reason"] == error  # why it runs again
+    assert again.record.lost == 1 and again.record.preempted == 0 and again.record.reclaimed is None
+    assert [h["status"] for h in again.record.history] == ["queued", "running", "queued"]
+    last = transition(at_state("running", lost=2), Fail(attempt=1, error=error, at=T))  # no retry left: it fails
+    assert last.record.status == "failed" and last.record.error == error
+    killed = at_state("failed/stopping", error=error)  # a record written before: still run again
     again = transition(killed, settle_event(killed, 1, "w1", T))
     assert again.record.status == "queued" and again.record.error is None and again.record.finished_at is None
-    assert again.record.history[-1]["reason"] == killed.error  # why it runs again
     spent = transition(at_state("failed/stopping", error=killed.error, lost=2), ReleaseConfirmed(attempt=1,
                                                                                                  worker="w1", at=T))
     assert spent.record.status == "failed" and spent.record.phase == "ended"

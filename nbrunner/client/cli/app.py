@@ -19,7 +19,8 @@ DirOption = typer.Option(None, "--dir", help=f"workspace directory (default: {WO
 
 
 def parse_value(text: str) -> Any:
-    """A ``-p`` value, typed like papermill's CLI: numbers, booleans, None, else the string."""
+    """A ``-p`` value, typed like papermill's CLI: numbers, booleans, None, else the string.
+    ValueError (one line) for an integer longer than Python converts (``sys.get_int_max_str_digits``)."""
     if text in ("True", "true"):
         return True
     if text in ("False", "false"):
@@ -29,7 +30,11 @@ def parse_value(text: str) -> Any:
     for kind in (int, float):
         try:
             value = kind(text)
-        except ValueError:
+        except ValueError as exc:
+            if kind is int and "digits" in str(exc):
+                digits = sum(c.isdigit() for c in text)
+                raise ValueError(f"an integer of {digits} digits is too long (at most "
+                                 f"{sys.get_int_max_str_digits()})") from None
             continue
         if kind is float and value != value or value in (float("inf"), float("-inf")):
             return text
@@ -86,5 +91,8 @@ def typed_parameters(items: Optional[list[str]]) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep:
             raise typer.BadParameter(f"-p needs a name and a value, got {item!r}")
-        parameters[key] = parse_value(value)
+        try:
+            parameters[key] = parse_value(value)
+        except ValueError as exc:
+            raise typer.BadParameter(f"-p {key}: {exc}") from None
     return parameters
