@@ -24,7 +24,6 @@ import random
 import secrets
 import shutil
 import signal
-import statistics
 import sys
 import tempfile
 import threading

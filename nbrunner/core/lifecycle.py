@@ -452,9 +452,8 @@ def _requeue(rec: JobRecord, why: str, event: str, at: str) -> Transition:
     entry of the return to the queue says ``why`` (``reason``).  A retry (lost worker, killed
     kernel) counts against ``retries``; a preemption does not."""
     gone, free = _slots_freed(rec, "requeued")
-    kernel = rec.phase is PREEMPTING and (rec.preempt_reason or "").startswith(KERNEL_KILLED)
-    count = {"lost": rec.lost + 1} if rec.phase is not PREEMPTING or kernel else {"preempted": rec.preempted + 1,
-                                                                                "reclaimed": why}
+    retry = rec.phase is not PREEMPTING or (rec.preempt_reason or "").startswith(KERNEL_KILLED)
+    count = {"lost": rec.lost + 1} if retry else {"preempted": rec.preempted + 1, "reclaimed": why}
     new = _with(rec, status=QUEUED, phase=WAITING, worker=None, error=None, progress=None, finished_at=None,
                 at=at, **count, **gone)
     new = msgspec.structs.replace(new, history=[*new.history[:-1], {**new.history[-1], "reason": why}])

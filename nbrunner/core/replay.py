@@ -22,6 +22,7 @@ replay instead of raising.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from typing import Any
 
 from .accounts import AccountTree
@@ -32,7 +33,7 @@ __all__ = ["Replay", "EPS"]
 EPS = 1e-9
 
 
-class Replay:
+class Replay(ABC):
     """One replay's state: the clock, the active jobs and the policy's bookkeeping."""
 
     def __init__(self, jobs: list, gpus: int, policy: str, restart_pause: float, interval: float,
@@ -50,13 +51,13 @@ class Replay:
         self.horizon, self.stall_ok = horizon, stall_ok
 
     # ---- hooks ----------------------------------------------------------------------------------
+    @abstractmethod
     def demand(self, j) -> dict:
         """The allocator's demand of ``j`` (``nbrunner.core.allocate``)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def set_pace(self, j) -> None:
         """Set ``j.unit_time`` and ``j.boundary`` for its GPUs (and what it measures)."""
-        raise NotImplementedError
 
     def grants(self) -> dict:
         """``{idx: gpus}`` of the active jobs: the policy's allocation."""
