@@ -30,9 +30,13 @@ export function formatDuration(ms: number): string {
   return `${s}s`;
 }
 
-/** A time relative to `now` (both in ms): "in 3s", "12 min ago", "in 2 h", "3 d ago". */
-export function relativeTime(at: number, now: number): string {
-  const delta = Math.round((at - now) / 1000);
+/**
+ * A time relative to `now` (both in ms): "in 3s", "12 min ago", "in 2 h", "3 d ago". A time
+ * known to be `past` (a run that happened) never reads "in ...": within a second of `now`, or
+ * ahead of this browser's clock, it is "0s ago".
+ */
+export function relativeTime(at: number, now: number, past = false): string {
+  const delta = past ? Math.min(0, Math.round((at - now) / 1000)) : Math.round((at - now) / 1000);
   const span = Math.abs(delta);
   const text =
     span < 60
@@ -42,7 +46,7 @@ export function relativeTime(at: number, now: number): string {
         : span < 86400 * 2
           ? `${Math.round(span / 3600)} h`
           : `${Math.round(span / 86400)} d`;
-  return delta >= 0 ? `in ${text}` : `${text} ago`;
+  return delta > 0 || (delta === 0 && !past) ? `in ${text}` : `${text} ago`;
 }
 
 /**

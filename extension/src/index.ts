@@ -39,6 +39,7 @@ import { schedulesPlugin, ScheduleCommandIDs } from './schedules-plugin';
 import { notificationsPlugin, NotifyCommandIDs } from './notifications-plugin';
 import { JobNotifier } from './notifier';
 import { IJob } from './types';
+import { showInMainArea, wrapInMainArea } from './main-area';
 
 export namespace CommandIDs {
   export const runAsJob = 'nbrunner:run-as-job';
@@ -325,13 +326,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
           id,
           name: (args.name as string | undefined) ?? id
         });
-        const widget = new MainAreaWidget({ content });
-        widget.id = `nbrunner-log-widget-${id}`;
-        widget.addClass('nbrunner-LogWidget');
-        widget.title.label = content.title.label;
-        widget.title.caption = content.title.caption;
-        widget.title.icon = logIcon;
-        widget.title.closable = true;
+        const widget = wrapInMainArea(content, `nbrunner-log-widget-${id}`, {
+          icon: logIcon,
+          className: 'nbrunner-LogWidget'
+        });
         // Logs open next to each other, in a split beside the notebooks.
         const sibling = logs.currentWidget ?? logs.find(() => true);
         void logs.add(widget);
@@ -363,19 +361,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
       execute: () => {
         if (!cluster || cluster.isDisposed) {
           const content = new ClusterView({ channel });
-          cluster = new MainAreaWidget({ content });
-          cluster.id = 'nbrunner-cluster-widget';
-          cluster.addClass('nbrunner-ClusterWidget');
-          cluster.title.label = content.title.label;
-          cluster.title.caption = content.title.caption;
-          cluster.title.icon = clusterIcon;
-          cluster.title.closable = true;
+          cluster = wrapInMainArea(content, 'nbrunner-cluster-widget', {
+            icon: clusterIcon,
+            className: 'nbrunner-ClusterWidget'
+          });
           void clusters.add(cluster);
         }
-        if (!cluster.isAttached) {
-          shell.add(cluster, 'main');
-        }
-        shell.activateById(cluster.id);
+        showInMainArea(shell, cluster);
         return cluster;
       }
     });

@@ -16,6 +16,7 @@ import { jobsIcon } from './icons';
 import { OutputView, outputHtmlPath } from './output-view';
 import { rerunWithDialog } from './rerun';
 import { IJob, isFinished } from './types';
+import { wrapInMainArea } from './main-area';
 
 export namespace JobPageCommandIDs {
   export const openJob = 'nbrunner:open-job';
@@ -139,17 +140,10 @@ export function activateJobPages(
         name: (args.name as string | undefined) ?? undefined,
         actions
       });
-      const widget = new MainAreaWidget({ content });
-      widget.id = `nbrunner-job-page-widget-${id}`;
-      widget.addClass('nbrunner-JobPageWidget');
-      widget.title.icon = jobsIcon;
-      widget.title.closable = true;
-      const sync = () => {
-        widget.title.label = content.title.label;
-        widget.title.caption = content.title.caption;
-      };
-      sync();
-      content.title.changed.connect(sync);
+      const widget = wrapInMainArea(content, `nbrunner-job-page-widget-${id}`, {
+        icon: jobsIcon,
+        className: 'nbrunner-JobPageWidget'
+      });
       void pages.add(widget);
       shell.add(widget, 'main');
       shell.activateById(widget.id);
@@ -203,13 +197,10 @@ export function activateJobPages(
           );
           return;
         }
-        const widget = new MainAreaWidget({ content });
-        widget.id = `nbrunner-output-widget-${id}`;
-        widget.addClass('nbrunner-OutputWidget');
-        widget.title.label = content.title.label;
-        widget.title.caption = content.title.caption;
-        widget.title.icon = notebookIcon;
-        widget.title.closable = true;
+        const widget = wrapInMainArea(content, `nbrunner-output-widget-${id}`, {
+          icon: notebookIcon,
+          className: 'nbrunner-OutputWidget'
+        });
         void outputs.add(widget);
         shell.add(widget, 'main');
         shell.activateById(widget.id);

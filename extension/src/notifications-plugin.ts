@@ -2,6 +2,7 @@
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, MainAreaWidget } from '@jupyterlab/apputils';
 
+import { showInMainArea, wrapInMainArea } from './main-area';
 import { linkTarget } from './notifications';
 import { NotificationSettings } from './notifications-widget';
 
@@ -22,18 +23,11 @@ export const notificationsPlugin: JupyterFrontEndPlugin<void> = {
       execute: () => {
         if (!widget || widget.isDisposed) {
           const content = new NotificationSettings();
-          widget = new MainAreaWidget({ content });
-          widget.id = 'nbrunner-notifications-widget';
-          widget.title.label = content.title.label;
-          widget.title.caption = content.title.caption;
-          widget.title.closable = true;
+          widget = wrapInMainArea(content, 'nbrunner-notifications-widget');
         } else {
           void widget.content.load();
         }
-        if (!widget.isAttached) {
-          app.shell.add(widget, 'main');
-        }
-        app.shell.activateById(widget.id);
+        showInMainArea(app.shell, widget);
         return widget;
       }
     });

@@ -9,6 +9,7 @@ import { IDefaultFileBrowser, IFileBrowserFactory } from '@jupyterlab/filebrowse
 import { errorMessage, runPipelineFile } from './api';
 import { sharedChannel } from './channel';
 import { pipelineIcon, PipelinesView } from './components/PipelinesView';
+import { showInMainArea, wrapInMainArea } from './main-area';
 import { isPipelineFile } from './pipeline-graph';
 
 export namespace PipelineCommandIDs {
@@ -45,18 +46,10 @@ export const pipelinesPlugin: JupyterFrontEndPlugin<void> = {
             channel: sharedChannel(),
             openJob: (id, name) => void commands.execute('nbrunner:open-job', { id, name })
           });
-          view = new MainAreaWidget({ content });
-          view.id = 'nbrunner-pipelines-widget';
-          view.title.label = content.title.label;
-          view.title.caption = content.title.caption;
-          view.title.icon = pipelineIcon;
-          view.title.closable = true;
+          view = wrapInMainArea(content, 'nbrunner-pipelines-widget', { icon: pipelineIcon });
           void tracker.add(view);
         }
-        if (!view.isAttached) {
-          shell.add(view, 'main');
-        }
-        shell.activateById(view.id);
+        showInMainArea(shell, view);
         if (args.id) {
           view.content.select(String(args.id));
         } else {

@@ -22,6 +22,7 @@ import { runJobIcon } from './icons';
 import { scheduleIcon, SchedulesView } from './components/SchedulesView';
 import { editSchedule, runAsJob } from './run-as-job';
 import { pickSweepNotebook } from './sweep-picker';
+import { showInMainArea, wrapInMainArea } from './main-area';
 
 export namespace ScheduleCommandIDs {
   export const openSchedules = 'nbrunner:open-schedules';
@@ -71,18 +72,10 @@ export const schedulesPlugin: JupyterFrontEndPlugin<void> = {
               void commands.execute('nbrunner:open-job', { id: job.id, name: job.name }),
             edit: schedule => editSchedule(app, docManager, schedule)
           });
-          view = new MainAreaWidget({ content });
-          view.id = 'nbrunner-schedules-widget';
-          view.title.label = content.title.label;
-          view.title.caption = content.title.caption;
-          view.title.icon = scheduleIcon;
-          view.title.closable = true;
+          view = wrapInMainArea(content, 'nbrunner-schedules-widget', { icon: scheduleIcon });
           void tracker.add(view);
         }
-        if (!view.isAttached) {
-          shell.add(view, 'main');
-        }
-        shell.activateById(view.id);
+        showInMainArea(shell, view);
         if (args.id) {
           view.content.select(String(args.id));
         } else {

@@ -61,6 +61,12 @@ describe('relativeTime', () => {
   ])('%d s from now is "%s"', (seconds, text) => {
     expect(relativeTime(now + seconds * 1000, now)).toBe(text);
   });
+  it('says a past time within a second of now, or ahead of the clock, is "0s ago"', () => {
+    expect(relativeTime(now + 300, now, true)).toBe('0s ago');
+    expect(relativeTime(now - 300, now, true)).toBe('0s ago');
+    expect(relativeTime(now + 5000, now, true)).toBe('0s ago');
+    expect(relativeTime(now - 12000, now, true)).toBe('12s ago');
+  });
 });
 
 describe('jobElapsed', () => {

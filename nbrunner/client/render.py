@@ -62,18 +62,28 @@ def jobs_table(records: list[JobRecord]) -> Table:
     from rich.table import Table
 
     t = Table(box=None, header_style="bold")
-    for col in JOB_COLUMNS:
-        t.add_column(col)
+    shown = shown_columns(records)
+    for i in shown:
+        t.add_column(JOB_COLUMNS[i])
     for r in records:
-        cells = job_cells(r)
-        t.add_row(*cells[:2], f"[{STATUS_STYLE[r.status]}]{cells[2]}[/]", *cells[3:])
+        cells = list(job_cells(r))
+        cells[2] = f"[{STATUS_STYLE[r.status]}]{cells[2]}[/]"
+        t.add_row(*(cells[i] for i in shown))
     return t
+
+
+def shown_columns(records: list[JobRecord]) -> list[int]:
+    """The indices of :data:`JOB_COLUMNS` worth showing: ``waiting`` only when a job waits."""
+    waiting = JOB_COLUMNS.index("waiting")
+    return [i for i in range(len(JOB_COLUMNS)) if i != waiting or any(waiting_cell(r) for r in records)]
 
 
 def jobs_text(records: list[JobRecord], width: int | None = None, color: bool = False) -> str:
     """Jobs as a :func:`text_table`, each status in its colour if ``color``."""
-    rows = [[(c, STATUS_STYLE[r.status]) if i == 2 else c for i, c in enumerate(job_cells(r))] for r in records]
-    return text_table(JOB_COLUMNS, rows, width=width, color=color)
+    shown = shown_columns(records)
+    rows = [[(c, STATUS_STYLE[r.status]) if i == 2 else c for i, c in enumerate(job_cells(r)) if i in shown]
+            for r in records]
+    return text_table([JOB_COLUMNS[i] for i in shown], rows, width=width, color=color)
 
 
 def text_table(header, rows, title: str | None = None, width: int | None = None, color: bool = False) -> str:

@@ -9,7 +9,7 @@ import time
 
 from ..core.config import RETENTION_BATCH, RETENTION_EVERY_S, Settings
 from ..core.indexes import finish_time
-from ..core.keys import ACTIVE, FINISHED_AT
+from ..core.keys import ACTIVE, FINISHED_AT, notify_once_key
 from ..core.quarantine import quarantine_key
 from ..core.store import JobStore
 from .grants import grant_key, timeline_key
@@ -33,7 +33,7 @@ def expire(store: JobStore, settings: Settings, days: float, now: float | None =
         if rec is not None and store.r.sismember(ACTIVE, job_id):  # the scheduler has yet to free its GPUs
             continue
         shutil.rmtree(settings.job_dir(job_id), ignore_errors=True)  # before the record: no directory is orphaned
-        extra = (grant_key(job_id), timeline_key(job_id))
+        extra = (grant_key(job_id), timeline_key(job_id), notify_once_key("job", job_id))
         if store.remove(job_id, extra) or rec is None:
             store.r.delete(*extra, quarantine_key(job_id))
             removed.append(job_id)

@@ -20,6 +20,7 @@ from ..core.config import (CHECKED_NOTEBOOKS_BYTES, MAX_BULK_JOBS, MAX_INPUT_BYT
                            RETRIES, Settings)
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError
 from ..core.inputs import InputRef
+from ..core.keys import notify_once_key
 from ..core.lifecycle import CancelRequested, Purge, Refused, SetPriority, submitted, transition
 from ..core.models import JobRecord, JobRequest, check_content_name, utcnow
 from ..core.notebooks import load_nbformat, notebook_file
@@ -462,7 +463,8 @@ def purge(store: JobStore, settings: Settings, job_id: str, wait: float = PURGE_
         if time.monotonic() > deadline:
             raise Conflict(f"job {job_id} is still stopping: try again in a moment")
         time.sleep(0.1)
-    done = store.remove(job_id, extra_keys=(grants.grant_key(job_id), grants.timeline_key(job_id)))
+    done = store.remove(job_id, extra_keys=(grants.grant_key(job_id), grants.timeline_key(job_id),
+                                            notify_once_key("job", job_id)))
     carry_out(store, job_id, done.actions, settings)
 
 

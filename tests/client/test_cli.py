@@ -182,7 +182,7 @@ def test_jobs_on_a_terminal_is_coloured_and_cut_to_its_width(ws):
     plain = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in lines]
     assert lines[0].startswith("\x1b[1mid\x1b[0m") and any("\x1b[31mfailed\x1b[0m" in line for line in lines)
     table = plain[:-1]  # the totals line follows the table
-    assert all(len(line) <= 40 for line in table) and any(len(line) == 40 for line in table[1:])
+    assert all(len(line) <= 40 for line in table) and any(len(line) == 40 for line in table[1:]), plain
     assert "\x1b" not in "".join(on_terminal({"NO_COLOR": "1"})[:-1])
 
 

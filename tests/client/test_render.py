@@ -26,13 +26,14 @@ def test_colours_only_when_asked_and_cut_to_a_width():
 
 
 def test_job_rows_have_the_rich_tables_cells():
-    queued = JobRecord(id="q1", name="wait", notebook="a.ipynb", queue_position=3)
+    queued = JobRecord(id="q1", name="wait", notebook="a.ipynb", queue_position=3,
+                       waiting={"code": "gpus_busy", "message": "needs 1 GPU; 8 of the 8 go to 2 jobs ahead of it"})
     failed = JobRecord(id="f1", name="bad", notebook="b.ipynb", status="failed", error="ValueError: no")
     done = JobRecord(id="c1", name="ok", notebook="c.ipynb", status="completed", metrics={"loss": 0.123456, "accuracy": 0.9})
     lines = jobs_text([queued, failed, done]).splitlines()
     assert lines[0].split() == ["id", "name", "status", "waiting", "gpus", "priority", "duration", "error", "/",
                                 "metric"]
-    assert lines[1].split()[:4] == ["q1", "wait", "queued", "#3"] and lines[1].endswith("-")
+    assert lines[1].split()[:5] == ["q1", "wait", "queued", "#3", "gpus_busy"] and lines[1].endswith("-")
     assert lines[2].split()[:3] == ["f1", "bad", "failed"] and lines[2].endswith("ValueError: no")
     assert lines[3].endswith("accuracy=0.9")
     status_column = lines[0].index("status")
@@ -41,6 +42,9 @@ def test_job_rows_have_the_rich_tables_cells():
     assert [c.header for c in rich_table.columns] == list(JOB_COLUMNS)
     assert list(rich_table.columns[0].cells) == ["q1", "f1", "c1"]
     assert list(rich_table.columns[2].cells) == ["[yellow]queued #3[/]", "[red]failed[/]", "[green]completed[/]"]
+    # no job waits: no waiting column, in either table
+    assert jobs_text([failed, done]).splitlines()[0].split()[:4] == ["id", "name", "status", "gpus"]
+    assert "waiting" not in [c.header for c in jobs_table([failed, done]).columns]
 
 
 def test_cluster_text_lists_every_slot_under_the_policy_line():

@@ -176,10 +176,10 @@ async def test_a_cut_connection_resumes_without_a_gap_or_a_duplicate(jp_fetch, c
     await second.read_until(lambda c: set(burst) <= set(first.jobs()) | set(c.jobs()))
     assert second.of("ready")[0]["data"] == {"resumed": True, "user": "alice", "admin": False}
     assert at_cut < len(burst) and set(second.jobs()) & set(burst)  # cut mid-burst; the rest came on the second
-    got = [m["data"]["job"]["id"] for c in (first, second) for m in c.of("job") if m["data"]["job"]["id"] in burst]
-    assert sorted(got) == sorted(burst)  # each job once: none missed, none twice
+    got = {m["data"]["job"]["id"] for c in (first, second) for m in c.of("job") if m["data"]["job"]["id"] in burst}
+    assert got == set(burst)  # none missed (a job may change again: the scheduler says why it waits)
     ids = [m["id"] for c in (first, second) for m in c.of("job")]
-    assert len(ids) == len(set(ids))
+    assert len(ids) == len(set(ids))  # no change delivered twice, across the cut either
     for rec_id in burst:
         submit.cancel(cluster.store, rec_id, cluster.settings)
 

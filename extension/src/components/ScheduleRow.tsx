@@ -6,11 +6,12 @@ import { describeTiming } from '../schedule';
 import { ISchedule } from '../types';
 import { ActionButton } from './ActionButton';
 
-/** "in 3s", "12s ago", "–": relative to `now`, with the local time as the tooltip. */
+/** "in 3s", "12s ago", "–": relative to `now` (`past`: never "in ..."), with the local time as the tooltip. */
 export function RelativeTime(props: {
   at: string | null;
   now: number;
   testid: string;
+  past?: boolean;
 }): React.ReactElement {
   const ms = parseTime(props.at);
   if (ms === null) {
@@ -22,7 +23,7 @@ export function RelativeTime(props: {
       title={new Date(ms).toLocaleString()}
       data-testid={props.testid}
     >
-      {relativeTime(ms, props.now)}
+      {relativeTime(ms, props.now, props.past)}
     </time>
   );
 }
@@ -96,7 +97,7 @@ export function ScheduleRow(props: {
         )}
       </td>
       <td>
-        <RelativeTime at={s.last_run_at} now={props.now} testid="nbrunner-schedule-last" />
+        <RelativeTime at={s.last_run_at} now={props.now} testid="nbrunner-schedule-last" past />
       </td>
       <td>
         <span
