@@ -35,7 +35,7 @@ from table import format_table  # noqa: E402
 import math
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +45,7 @@ try:
 except ImportError:  # run as a script from anywhere
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from nbrunner.core.estimates import estimate, median_duration, remaining_s
-from nbrunner.core.replay import Replay
+from nbrunner.core.replay import Replay, ReplayState
 from nbrunner.sim.apps import load_apps
 from nbrunner.sim.workload import TRACES_DIR, bundled_workloads, load_workload
 
@@ -57,7 +57,7 @@ RUNS_KEPT = 10
 
 
 @dataclass
-class TraceJob:
+class TraceJob(ReplayState):
     idx: int
     owner: str
     notebook: str
@@ -65,20 +65,6 @@ class TraceJob:
     gpus_asked: int
     actual: float  # real wall time, s
     limit: float  # declared time limit, s
-    # replay state
-    work: float = 0.0
-    done: float = 0.0
-    gpus: int = 0
-    unit_time: float = math.inf
-    boundary: float = 0.0
-    epoch: int = 0
-    paused_until: float = 0.0
-    start: float | None = None
-    finish: float | None = None
-    resizes: int = 0
-    restarts: int = 0
-    attained: float = 0.0
-    extra: dict = field(default_factory=dict)
 
 
 class _Real(Replay):

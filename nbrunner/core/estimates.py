@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from .replay import Replay
+from .replay import Replay, ReplayState
 
 __all__ = ["estimate", "median_duration", "remaining_s", "HORIZON_S"]
 
@@ -47,23 +47,10 @@ def remaining_s(elapsed: float, progress: float | None, typical: float | None) -
 
 
 @dataclass
-class _Job:
+class _Job(ReplayState):
     idx: Any
     submit: float
     demand: dict
-    work: float  # remaining seconds (inf: unknown)
-    done: float = 0.0
-    gpus: int = 0
-    unit_time: float = math.inf
-    boundary: float = 0.0
-    epoch: int = 0
-    paused_until: float = 0.0
-    start: float | None = None
-    finish: float | None = None
-    resizes: int = 0
-    restarts: int = 0
-    attained: float = 0.0
-    extra: dict = field(default_factory=dict)
 
 
 class _Live(Replay):
@@ -89,7 +76,7 @@ def estimate(now: float, gpus: int, policy: str, jobs: list[dict], tree: Any = N
             end = None if work == math.inf else now + work
             out[d["id"]] = (None if d.get("running") else now, end)  # needs no GPU: not held up by anyone
             continue
-        j = _Job(d["id"], now, demand, work)
+        j = _Job(d["id"], now, demand, work=work)  # work: remaining seconds (inf: unknown)
         if d.get("running"):
             j.start, j.gpus = now, int(d["held"])
         replayed.append(j)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from typing import Any
 
 from .accounts import AccountTree
@@ -31,6 +32,25 @@ from .allocate import allocate
 __all__ = ["Replay", "EPS"]
 
 EPS = 1e-9
+
+
+@dataclass(kw_only=True)
+class ReplayState:
+    """What a replay keeps of each job (a job class of a replay adds its own fields before these)."""
+
+    work: float = 0.0  # units to finish
+    done: float = 0.0
+    gpus: int = 0
+    unit_time: float = math.inf  # seconds per unit on its current GPUs
+    boundary: float = 0.0  # work at which its rate changes next
+    epoch: int = 0
+    paused_until: float = 0.0
+    start: float | None = None
+    finish: float | None = None
+    resizes: int = 0
+    restarts: int = 0
+    attained: float = 0.0  # GPU-seconds held so far
+    extra: dict = field(default_factory=dict)
 
 
 class Replay(ABC):
