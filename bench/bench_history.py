@@ -118,7 +118,7 @@ def waiting_jobs(store, n: int) -> None:
 def run(history: int = 100_000, requests: int = 300, passes: int = 100) -> list[dict]:
     from nbrunner.control.scheduler import Scheduler
     from nbrunner.core.config import Settings
-    from nbrunner.core.store import JobStore
+    from nbrunner.control.store import JobStore
     from nbrunner.execution.redis_server import EmbeddedRedis
 
     for k in ("NBRUNNER_REDIS_URL", "NBRUNNER_STORAGE", "NBRUNNER_KEEP_DAYS"):

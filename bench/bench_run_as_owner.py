@@ -33,7 +33,7 @@ def _measure(run_as_owner: bool, owner: str) -> tuple[float, float]:
     from bench_jobs import trivial_notebook
     from nbrunner.client.cluster import Cluster
     from nbrunner.core.config import Settings
-    from nbrunner.core.store import reachable
+    from nbrunner.control.store import reachable
     from nbrunner.execution.supervisor import Supervisor
 
     ws = Path(tempfile.mkdtemp(prefix="nbo", dir="/tmp"))

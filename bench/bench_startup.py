@@ -92,7 +92,7 @@ def run(runs: int = 5, only: str | None = None) -> list[dict]:
     from nbrunner.control.registration import live_capacity
     from nbrunner.core.config import Settings
     from nbrunner.core.keys import LEASE
-    from nbrunner.core.store import JobStore
+    from nbrunner.control.store import JobStore
     from nbrunner.execution.redis_server import EmbeddedRedis
 
     for k in ("NBRUNNER_REDIS_URL", "NBRUNNER_STORAGE", "NBRUNNER_KEEP_DAYS"):

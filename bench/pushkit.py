@@ -110,7 +110,7 @@ class Server:
 def redis_store(root: Path):
     """An embedded Redis for workspace ``root`` (no scheduler, no worker) and a store on it."""
     from nbrunner.core.config import Settings
-    from nbrunner.core.store import JobStore
+    from nbrunner.control.store import JobStore
     from nbrunner.execution.redis_server import EmbeddedRedis
 
     settings = Settings.load(root)

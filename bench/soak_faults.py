@@ -35,7 +35,7 @@ class Faults:
 
     # ---- the cluster as a whole -------------------------------------------------------------------
     def _store(self):
-        from nbrunner.core.store import JobStore
+        from nbrunner.control.store import JobStore
 
         if getattr(self, "_cached", None) is None:
             self._cached = JobStore.from_url(self.cluster.url)  # its pool reconnects after a Redis restart

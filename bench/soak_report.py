@@ -18,7 +18,7 @@ REFERENCE_TIMEOUT_S = 600.0
 
 
 def _store(cluster):
-    from nbrunner.core.store import JobStore
+    from nbrunner.control.store import JobStore
 
     return JobStore.from_url(cluster.url)
 

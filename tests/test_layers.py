@@ -140,6 +140,6 @@ def test_the_check_sees_function_level_and_package_imports(tmp_path):
     assert cycles(g) == [["nbrunner.core.a", "nbrunner.core.b"]]
 
 
-@pytest.mark.parametrize("name", ["nbrunner.core.store", "nbrunner.client.cluster", "nbrunner.execution.worker"])
+@pytest.mark.parametrize("name", ["nbrunner.control.store", "nbrunner.client.cluster", "nbrunner.execution.worker"])
 def test_layer_of_reads_the_subpackage(name):
     assert layer_of(name) == LAYERS.index(name.split(".")[1])

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..core.config import Settings
     from ..core.models import JobRecord
     from ..core.schedules import ScheduleRecord
-    from ..core.store import JobStore
+    from ..control.store import JobStore
     from .sweep import SweepState
 
 

@@ -17,7 +17,7 @@ from . import session
 from .job import Job
 
 if TYPE_CHECKING:  # imported on use: the CLI's read commands need neither submissions (pydantic) nor sweeps
-    from ..core.store import JobStore
+    from ..control.store import JobStore
     from .backend import Backend
     from .schedule import Schedule
     from .sweep import Sweep
@@ -235,7 +235,7 @@ def setup_cluster(gpus: int | str | None = None, workers: int = 1, workspace: st
     ``accounts``: an accounts file (docs/howto/accounts.md) the GPUs are shared by.
     Use as a context manager, or call ``.shutdown()``."""
     from ..core.keys import LEASE
-    from ..core.store import reachable
+    from ..control.store import reachable
     from ..execution.supervisor import Supervisor
 
     settings = Settings.load(workspace)

@@ -18,10 +18,10 @@ from ..control.api import ClusterAPI
 from ..control.job_files import copy_file, download_file, zip_dir
 from ..control.registration import live_capacity
 from ..core.config import Settings
-from ..core.discovery import resolve
+from ..control.discovery import resolve
 from ..core.identity import Caller, local_caller
 from ..core.keys import LEASE
-from ..core.store import JobStore, reachable
+from ..control.store import JobStore, reachable
 from .sweep import SweepState
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from ..core.keys import ACCOUNTS, ACCOUNTS_TIMELINE, RECLAIM, USAGE, USAGE_LAST
 from ..core.models import utcnow
 
 if TYPE_CHECKING:
-    from ..core.store import JobStore
+    from .store import JobStore
 
 
 _parsed: dict[str, AccountTree] = {}  # text -> tree: a pass parses the published file once

@@ -12,7 +12,7 @@ import shutil
 from typing import TYPE_CHECKING, Callable
 
 from ..core.config import RQ_FAILURE_TTL_S, RQ_RESULT_TTL_S
-from ..core.html import write_output_html
+from .html import write_output_html
 from ..core.lifecycle import (Action, AppendTimeline, Enqueue, ForgetRun, FreeSlots, JobEvent, RemoveJob, RenderHtml,
                               StopRun, SyncSlots, Transition, WriteGrant)
 from ..core.models import JobRecord
@@ -20,7 +20,7 @@ from . import grants
 
 if TYPE_CHECKING:
     from ..core.config import Settings
-    from ..core.store import JobStore
+    from .store import JobStore
 
 log = logging.getLogger("nbrunner.actions")
 

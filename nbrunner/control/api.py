@@ -19,7 +19,7 @@ from ..core.errors import Forbidden, InvalidRequest, NotFound
 from ..core.identity import Caller
 from ..core.keys import POLICY
 from ..core.models import STATUSES, JobRecord
-from ..core.store import JobStore, reachable
+from .store import JobStore, reachable
 from . import grants, submit
 from .job_files import read_log, read_metrics, read_output_text
 from .pipeline_api import PipelineOperations

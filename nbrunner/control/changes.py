@@ -18,7 +18,7 @@ import msgspec
 from ..core.changes import CLUSTER, JOB, PIPELINE, SCHEDULE, SWEEP, Change, Order, Plan, build, plan, replay_from
 from ..core.config import EVENTS_MAX_BLOCK_S, EVENTS_MAXLEN, EVENTS_READ_BATCH, PUSH_REPLAY_MAX
 from ..core.keys import EVENTS, job_key, schedule_key
-from ..core.store import JobStore
+from .store import JobStore
 from .pipelines import pipeline_key
 from .sweeps import sweep_key
 

@@ -20,7 +20,7 @@ import msgspec
 from ..core.errors import one_line
 from ..core.keys import channel_key, reply_key
 from ..core.lifecycle import Refused
-from ..core.store import JobStore
+from .store import JobStore
 from .grants import held_by, release_and_sync
 from .job_channel import JOB_EVENTS, Direct
 

@@ -34,7 +34,7 @@ from .registration import live_capacity
 
 if TYPE_CHECKING:
     from ..core.models import JobRecord
-    from ..core.store import JobStore
+    from .store import JobStore
 
 log = logging.getLogger("nbrunner.metrics")
 

@@ -1,7 +1,7 @@
 """Adding to the cluster's counters in Redis (``nbrunner:counters``, fields of
 :mod:`nbrunner.core.counters`): the scheduler's passes, and the API's requests.
 
-A job's transitions add to them inside :meth:`~nbrunner.core.store.JobStore.transition`.  The
+A job's transitions add to them inside :meth:`~nbrunner.control.store.JobStore.transition`.  The
 scheduler adds each pass's duration when the pass ends.  API requests are many and cheap, so a
 server process counts them in memory (:class:`RequestTally`) and adds them to Redis at most once
 a second, and whenever its own ``GET /metrics`` is served: a count reaches every process's
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ..core.config import REQUEST_COUNTS_FLUSH_S
 from ..core.counters import field, observation, request_field
 from ..core.keys import COUNTERS
-from ..core.store import add_counts
+from .store import add_counts
 
 if TYPE_CHECKING:
     import redis

@@ -24,7 +24,7 @@ from ..core.keys import PREFIX, grant_key, job_key
 from ..core.lifecycle import AppendTimeline, Declare, Refused, SlotsHeld, TrainingOver, fence
 from ..core.models import JobRecord, utcnow
 from ..core.placement import Slot
-from ..core.store import JobStore
+from .store import JobStore
 from .job_channel import WorkerChannel, channel_for
 
 HOLDINGS = PREFIX + "slots"

@@ -17,7 +17,7 @@ from ..core.config import REDIS_URL, redact
 from ..core.errors import NbrunnerError
 from ..core.job_access import acl_rules, job_user, url_with_user
 from ..core.keys import RUN_AS_OWNER, grant_key
-from ..core.store import JobStore
+from .store import JobStore
 
 
 @dataclass(frozen=True)

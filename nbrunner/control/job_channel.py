@@ -21,7 +21,7 @@ import msgspec
 from ..core.config import ATTEMPT, JOB_CHANNEL
 from ..core.keys import LEARNER_STATUS_TTL_S, agent_control, channel_key, learner_requests, learner_status, reply_key
 from ..core.lifecycle import Declare, Progress, Refused, TrainingOver
-from ..core.store import JobStore
+from .store import JobStore
 from .registration import is_alive, live_capacity
 
 REQUEST_TIMEOUT_S = 60.0  # a work horse answers in milliseconds; it may be busy ending the job

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InvalidRequest, NotFound
-from ..core.html import OUTPUT_HTML
-from ..core.safe_write import list_beneath, open_beneath
+from .html import OUTPUT_HTML
+from .safe_write import list_beneath, open_beneath
 
 if TYPE_CHECKING:
     from ..core.models import JobRecord

@@ -30,7 +30,7 @@ from ..core.models import FINISHED, JobPhase, utcnow
 from ..core.notify_targets import check_settings, default_settings, effective, group_message, job_message, mask
 
 if TYPE_CHECKING:
-    from ..core.store import JobStore
+    from .store import JobStore
 
 log = logging.getLogger("nbrunner.notify")
 

@@ -22,7 +22,7 @@ from ..core.config import (NOTIFY_BACKOFF, NOTIFY_BACKOFF_MAX_S, NOTIFY_POLL_S, 
                            NOTIFY_SEND_TIMEOUT_S, SMTP_URL, Settings)
 from ..core.errors import InvalidRequest, one_line
 from ..core.notify_targets import check_target, kind_of
-from ..core.store import JobStore
+from .store import JobStore
 from . import notifications
 
 log = logging.getLogger("nbrunner.notify")

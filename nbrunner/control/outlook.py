@@ -29,7 +29,7 @@ from ..core.waiting import unplaced_reason
 
 if TYPE_CHECKING:
     from ..core.models import JobRecord
-    from ..core.store import JobStore
+    from .store import JobStore
 
 
 def iso(ts: float | None) -> str | None:

@@ -11,7 +11,7 @@ from ..core.identity import Caller
 if TYPE_CHECKING:
     from ..core.config import Settings
     from ..core.pipelines.record import PipelineRecord
-    from ..core.store import JobStore
+    from .store import JobStore
 
 
 class PipelineOperations:

@@ -14,7 +14,7 @@ from typing import Any
 from ..core.config import Settings
 from ..core.errors import InvalidRequest
 from ..core.pipelines.spec import parse_pipeline, read_pipeline
-from ..core.store import JobStore
+from .store import JobStore
 from .pipelines import check_notebooks, create_pipeline, get_record, split_contents
 
 OPTIONS = ("cron", "every", "timezone", "overlap", "name")  # what a pipeline schedule takes besides the file

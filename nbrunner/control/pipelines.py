@@ -35,7 +35,7 @@ from ..core.pipelines.lifecycle import (Begin, Cancel, CancelJob, CancelSweep, E
                                         step_parameters, transition)
 from ..core.pipelines.record import PipelineRecord, StepState, StepStatus
 from ..core.pipelines.spec import MissingOutput, PipelineSpec, parse_pipeline, read_pipeline, with_parameters
-from ..core.store import JobStore
+from .store import JobStore
 from . import submit
 from .record_lock import RecordLock
 

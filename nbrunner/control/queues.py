@@ -4,7 +4,7 @@ from __future__ import annotations
 import redis
 from rq import Queue
 
-from ..core.store import JobStore, connect
+from .store import JobStore, connect
 
 DEFAULT_QUEUE = "nbrunner"
 

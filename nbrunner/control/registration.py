@@ -15,7 +15,7 @@ from typing import Any
 from ..core.config import RENEWALS_PER_TTL, WORKER_TTL
 from ..core.keys import WORKERS, worker_key
 from ..core.placement import Slot
-from ..core.store import JobStore
+from .store import JobStore
 
 
 def heartbeat_interval() -> float:

@@ -10,8 +10,8 @@ import time
 from ..core.config import RETENTION_BATCH, RETENTION_EVERY_S, Settings
 from ..core.indexes import finish_time
 from ..core.keys import ACTIVE, FINISHED_AT, notify_once_key
-from ..core.quarantine import quarantine_key
-from ..core.store import JobStore
+from .quarantine import quarantine_key
+from .store import JobStore
 from .grants import grant_key, timeline_key
 
 log = logging.getLogger("nbrunner.retention")

@@ -34,7 +34,7 @@ def job_store():
     """The running job's store (one per process), from ``NBRUNNER_REDIS_URL``."""
     global _store
     if _store is None:
-        from ..core.store import JobStore
+        from .store import JobStore
 
         _store = JobStore.from_url(REDIS_URL.required())
     return _store

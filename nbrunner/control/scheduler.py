@@ -38,10 +38,10 @@ from ..core.keys import ACTIVE, LEASE, POLICY, job_key
 from ..core.lifecycle import Dispatch, Position, Preempt, Refused, SetAccount, Shrunk, Undispatch, WorkerLost
 from ..core.models import JobRecord, utcnow
 from ..core.placement import Slot, Step, admitted, demand_of, plan, started
-from ..core.quarantine import quarantine_job
+from .quarantine import quarantine_job
 from ..core.reclaim import reclaim_plan
 from ..core.shares import account_shares
-from ..core.store import JobStore
+from .store import JobStore
 from . import accounts, counters, grants
 from .attained import AttainedLedger
 from .outlook import Outlooks, asking_accounts
@@ -82,7 +82,7 @@ def contained(store: JobStore, rec: JobRecord, what: str):
 
 
 def quarantined(store: JobStore, job_id: str, cause: str) -> None:
-    """Quarantine a job (see :mod:`nbrunner.core.quarantine`) and carry out what that asks for."""
+    """Quarantine a job (see :mod:`nbrunner.control.quarantine`) and carry out what that asks for."""
     done = quarantine_job(store, job_id, cause)
     if done is not None:
         carry_out(store, job_id, done.actions)

@@ -28,7 +28,7 @@ from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound, one
 from ..core.keys import EVENTS, SCHEDULES, schedule_key
 from ..core.models import check_content_name, parse_time
 from ..core.schedules import EDITABLE, ScheduleRecord, ScheduleSpec, is_due, iso, next_fire
-from ..core.store import JobStore
+from .store import JobStore
 from . import submit
 
 log = logging.getLogger("nbrunner.schedules")

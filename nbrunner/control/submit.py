@@ -24,7 +24,7 @@ from ..core.keys import notify_once_key
 from ..core.lifecycle import CancelRequested, Purge, Refused, SetPriority, submitted, transition
 from ..core.models import JobRecord, JobRequest, check_content_name, utcnow
 from ..core.notebooks import load_nbformat, notebook_file
-from ..core.store import JobStore
+from .store import JobStore
 from .actions import advance, carry_out
 
 if TYPE_CHECKING:  # imported on first use: the CLI's read commands and a plain submit never need it

@@ -32,7 +32,7 @@ from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound
 from ..core.keys import PREFIX, job_key
 from ..core.lifecycle import Refused, StoppedEarly
 from ..core.models import JobRecord, JobRequest, check_content_name, utcnow
-from ..core.store import JobStore
+from .store import JobStore
 from ..core.sweeps.asha import reported_values, rung_decision
 from ..core.sweeps.spec import SweepSpec, parse_spec
 from ..core.sweeps.trials import SweepRecord, Trial, generate_trials

@@ -20,7 +20,7 @@ from .grants import timeline_key
 
 if TYPE_CHECKING:
     from ..core.identity import Caller
-    from ..core.store import JobStore
+    from .store import JobStore
 
 
 def usage(store: JobStore, caller: Caller, by: str | None = "account", since: str | None = None,

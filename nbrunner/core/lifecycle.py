@@ -4,7 +4,7 @@ Every change of a job record goes through :func:`transition`: it returns the new
 (records are immutable) and the instructions that other code carries out (release slots,
 publish a grant, hand the job to rq, render ``output.html``, ...).  An event that is not
 legal in the record's state raises :class:`Refused` and changes nothing.  No I/O, no clock:
-events carry their time (``at``).  :meth:`nbrunner.core.store.JobStore.transition` applies
+events carry their time (``at``).  :meth:`nbrunner.control.store.JobStore.transition` applies
 a transition atomically; :mod:`nbrunner.control.actions` carries out its actions.
 
 States: the status users see (:class:`~nbrunner.core.models.JobStatus`) refined by the

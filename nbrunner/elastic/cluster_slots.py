@@ -22,7 +22,7 @@ from ..core.config import HOST, HOST_ADDR, JOB_DIR, JOB_ID, LEARNER_START_TIMEOU
 from ..control import runtime
 from ..control.grants import GrantClient
 from ..control.job_channel import Direct, WorkerChannel
-from ..core.store import JobStore
+from ..control.store import JobStore
 from .launcher import LocalLauncher, learner_command
 from .slots import LocalSlots, Slot
 

@@ -12,8 +12,8 @@ from ..control.outage import until_reachable
 from ..core.config import ATTEMPT, GPUS, JOB_DIR, JOB_ID, SLOT_SOURCE, Settings
 from ..core.lifecycle import Fail, Finish, Refused, Start, Timeout
 from ..core.models import JobRecord, utcnow
-from ..core.safe_write import write_into
-from ..core.store import JobStore
+from ..control.safe_write import write_into
+from ..control.store import JobStore
 
 
 def start_attempt(store: JobStore, job_id: str, attempt: int, worker: str, host: str) -> JobRecord | None:

@@ -21,7 +21,7 @@ from ..core.inputs import WORK_DIR
 from ..core.lifecycle import KERNEL_KILLED, timeout_error
 from ..core.models import JobRecord
 from ..core.notebooks import load_nbformat
-from ..core.store import JobStore
+from ..control.store import JobStore
 from . import as_owner
 from .attempt import die_with_parent, end, finish, job_environment, start_attempt
 from .deadline import Deadline

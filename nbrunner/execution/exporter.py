@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from ..control.cluster_metrics import registry_of
 from ..core.errors import NbrunnerError
-from ..core.store import reachable
+from ..control.store import reachable
 
 if TYPE_CHECKING:
     from ..core.config import Settings
-    from ..core.store import JobStore
+    from ..control.store import JobStore
 
 log = logging.getLogger("nbrunner.metrics")
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ..core.config import LEARNER_LOADED, WARM_IMPORTS, WARM_LEARNER_REFILL_S
 from ..core.keys import LEARNER_STATUS_TTL_S, agent_control, learner_requests, learner_status
-from ..core.store import JobStore
+from ..control.store import JobStore
 from . import as_owner as owner
 from .attempt import die_with_parent, die_with_parent_preexec
 from .warm_learner import learner_args

@@ -25,7 +25,7 @@ from ..core.config import JOB_CHANNEL, REDIS_URL, Settings
 from ..core.errors import one_line
 from ..core.lifecycle import KERNEL_KILLED
 from ..core.models import JobRecord
-from ..core.store import JobStore
+from ..control.store import JobStore
 from ..core.unix_account import Account
 from .as_owner import environment, give_job_dir, identity, resolve, service_group
 from .attempt import die_with_parent_preexec, end, job_environment

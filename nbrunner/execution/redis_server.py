@@ -26,7 +26,7 @@ import redis
 from ..core.config import (PASSWORD_FILE, REDIS_START_TIMEOUT_S, REDIS_STOP_TIMEOUT_S, REDIS_URL, embedded_password,
                            embedded_socket, embedded_url)
 from ..core.errors import NbrunnerError
-from ..core.store import DRIVER_INFO, ping  # noqa: F401 - ping: where the supervisor and tests look for it
+from ..control.store import DRIVER_INFO, ping  # noqa: F401 - ping: where the supervisor and tests look for it
 
 MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux
 

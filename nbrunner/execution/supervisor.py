@@ -102,7 +102,7 @@ class Supervisor:
             self._spawn(child)
         self._watch = threading.Thread(target=self._watch_loop, name="nbrunner-supervisor", daemon=True)
         self._watch.start()
-        from ..core.discovery import register
+        from ..control.discovery import register
 
         self._runtime_file = register(self.settings, self.lab_url())  # `nbrunner list` and discovery find it
         return self
@@ -110,7 +110,7 @@ class Supervisor:
     def publish_accounts(self) -> None:
         """Make the accounts file the cluster's (again: after a change of the file)."""
         from ..control.accounts import publish
-        from ..core.store import JobStore
+        from ..control.store import JobStore
 
         store = JobStore.from_url(self.settings.url)
         try:
@@ -148,7 +148,7 @@ class Supervisor:
 
     def stop(self, timeout: float = SUPERVISOR_STOP_TIMEOUT_S) -> None:
         """Stop everything this supervisor started, leaving no process behind."""
-        from ..core.discovery import unregister
+        from ..control.discovery import unregister
 
         unregister(getattr(self, "_runtime_file", None))
         self._stop.set()

@@ -36,10 +36,10 @@ from ..control.registration import heartbeat, heartbeat_interval, unregister
 from ..core.config import (GPU_DETECT_TIMEOUT_S, HEARTBEAT_RETRY_S, HOST, HOST_ADDR, LEFTOVERS_WAIT_S,
                            WORKER_SOCKET_TIMEOUT_S, WORKER_TTL, RUN_AS_OWNER, Settings, check)
 from ..core.errors import NbrunnerError
-from ..core.html import preload as preload_html
+from ..control.html import preload as preload_html
 from ..core.lifecycle import Refused, settle_event
 from ..core.models import utcnow
-from ..core.store import JobStore, connect
+from ..control.store import JobStore, connect
 from . import as_owner
 from .warm_kernel import ENV_SPARE, SpareKernel
 

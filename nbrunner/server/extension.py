@@ -37,7 +37,7 @@ class NbrunnerExtension(ExtensionApp):
                                   "nbrunner_root": root, "nbrunner_service": service_settings(service, service_token())})
             self.log.info("nbrunner: the REST API is forwarded to the nbrunner service at %s", service)
             return
-        from ..core.discovery import resolve
+        from ..control.discovery import resolve
 
         workspace = self.workspace or WORKSPACE.text() or root
         self.settings.update({

@@ -17,7 +17,7 @@ from nbrunner.control.job_channel import ChannelError, WorkerChannel
 from nbrunner.core.keys import agent_control, channel_key, learner_requests, learner_status
 from nbrunner.core.lifecycle import Finish, Progress
 from nbrunner.core.models import JobRecord
-from nbrunner.core.store import JobStore
+from nbrunner.control.store import JobStore
 from nbrunner.execution.redis_server import EmbeddedRedis
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ import pytest
 from nbrunner.control import submit
 from nbrunner.core.errors import Conflict
 from nbrunner.core.models import JobRecord
-from nbrunner.core.quarantine import quarantine_key
+from nbrunner.control.quarantine import quarantine_key
 from nbrunner.core.keys import ACTIVE, EVENTS, JOBS, job_key
 
 from support import make_notebook, wait_for

@@ -120,7 +120,7 @@ def test_status_pages_use_the_status_and_follow_changes(cluster):
 
 
 def test_filtered_pages_stop_after_a_bounded_scan_and_go_on_from_there(cluster, monkeypatch):
-    import nbrunner.core.store as store_module
+    import nbrunner.control.store as store_module
 
     store = cluster.store
     mine = [finished(store, owner="zoe").id for _ in range(3)]

@@ -6,7 +6,7 @@ import pytest
 
 from nbrunner.control.job_files import read_log, read_metrics, read_output
 from nbrunner.core.errors import NotFound
-from nbrunner.core.safe_write import list_beneath, open_beneath
+from nbrunner.control.safe_write import list_beneath, open_beneath
 
 
 def test_reading_a_job_directory_follows_no_link(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from nbrunner.control.outage import until_reachable
-from nbrunner.core.store import JobStore
+from nbrunner.control.store import JobStore
 
 from support import short_tmpdir, wait_for
 

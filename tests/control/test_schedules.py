@@ -131,7 +131,7 @@ def test_each_fire_time_gives_one_run_with_many_schedulers(cluster, ws):
     stop = threading.Event()
 
     def racer():
-        from nbrunner.core.store import JobStore
+        from nbrunner.control.store import JobStore
 
         store = JobStore.from_url(cluster.settings.url)
         while not stop.is_set():

@@ -315,7 +315,7 @@ def test_advancing_from_several_processes_never_submits_a_trial_twice(sweep_ws):
     stop = threading.Event()
 
     def hammer():
-        from nbrunner.core.store import JobStore
+        from nbrunner.control.store import JobStore
 
         store = JobStore.from_url(cluster.settings.url)
         while not stop.is_set():

@@ -9,7 +9,7 @@ from nbrunner.control import submit as service
 from nbrunner.core.config import Settings
 from nbrunner.core.errors import InvalidRequest
 from nbrunner.execution.redis_server import EmbeddedRedis
-from nbrunner.core.store import JobStore
+from nbrunner.control.store import JobStore
 
 from support import make_notebook
 

@@ -10,7 +10,7 @@ from nbrunner.core.config import MAX_YAML_BYTES, Settings
 from nbrunner.core.errors import InvalidRequest
 from nbrunner.core.limits import load_yaml
 from nbrunner.execution.redis_server import EmbeddedRedis
-from nbrunner.core.store import JobStore
+from nbrunner.control.store import JobStore
 from nbrunner.core.sweeps.spec import parse_spec
 
 from support import make_notebook

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from nbrunner.core.job_access import acl_rules, job_user, url_with_user
-from nbrunner.core.safe_write import write_into
+from nbrunner.control.safe_write import write_into
 from nbrunner.core.unix_account import Account, owner_environment, refusal, workdir_candidates
 
 ALICE = Account(name="alice", uid=1500, gid=1500, groups=(1500, 27), home="/home/alice", shell="/bin/bash")

@@ -23,7 +23,7 @@ from nbrunner.core.keys import learner_requests, learner_status, worker_key
 from nbrunner.elastic.cluster_slots import RemoteLearner
 from nbrunner.execution.learner_agent import LearnerAgent
 from nbrunner.execution.redis_server import EmbeddedRedis
-from nbrunner.core.store import JobStore
+from nbrunner.control.store import JobStore
 
 from support import wait_for
 

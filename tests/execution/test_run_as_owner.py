@@ -23,7 +23,7 @@ from nbrunner.client.cluster import Cluster
 from nbrunner.core.config import PASSWORD_FILE, Settings
 from nbrunner.core.job_access import job_user
 from nbrunner.core.keys import WORKERS, job_key, worker_key
-from nbrunner.core.store import reachable
+from nbrunner.control.store import reachable
 from nbrunner.execution.supervisor import Supervisor
 
 from support import REPO, make_notebook, short_tmpdir, unix_accounts, wait_for

@@ -24,7 +24,7 @@ from playwright.sync_api import expect, sync_playwright
 from harness import Hub, request
 from nbrunner.client.cluster import Cluster
 from nbrunner.core.config import PASSWORD_FILE, Settings
-from nbrunner.core.store import reachable
+from nbrunner.control.store import reachable
 from nbrunner.execution.supervisor import Supervisor
 from support import REPO, assert_one_line_error, make_notebook, short_tmpdir, unix_accounts, wait_for
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nbrunner.control.changes import ChangeFeed
-from nbrunner.core.store import JobStore
+from nbrunner.control.store import JobStore
 
 from support import make_notebook, own_cluster, poll, short_tmpdir
 

@@ -112,7 +112,7 @@ def share(as_json: bool = typer.Option(False, "--json"),
 @app.command("list")
 def list_clusters(as_json: bool = typer.Option(False, "--json")) -> None:
     """List the clusters running on this machine (workspace, Redis, pid, JupyterLab URL)."""
-    from ...core.discovery import public, running
+    from ...control.discovery import public, running
 
     clusters = [public(c) for c in running()]
     if as_json:
@@ -141,7 +141,7 @@ def worker(gpus: str = typer.Option("auto", help="GPU slots: a number (CPU slots
                                              help="run each job as its owner's Unix account (as root)"),
            workspace: Optional[Path] = DirOption) -> None:
     """Run a worker: executes jobs and registers this host's GPU slots."""
-    from ...core.store import reachable
+    from ...control.store import reachable
     from ...core.config import Settings
     from ...execution.worker import run_worker
 
@@ -169,7 +169,7 @@ def _check_root(run_as_owner: bool) -> None:
 def scheduler(policy: Optional[str] = typer.Option(None, help="fairshare, priority or goodput (default: keep the cluster's)"),
               workspace: Optional[Path] = DirOption) -> None:
     """Run the scheduler (a second one waits as standby)."""
-    from ...core.store import reachable
+    from ...control.store import reachable
     from ...core.config import Settings
     from ...control.scheduler import run_scheduler
 

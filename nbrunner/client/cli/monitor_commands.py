@@ -18,7 +18,7 @@ def metrics(port: int = typer.Option(METRICS_PORT, "--port", min=0, max=65535, h
             address: str = typer.Option("127.0.0.1", "--address", help="address to listen on (0.0.0.0: every one)"),
             workspace: Optional[Path] = DirOption) -> None:
     """Serve the cluster's metrics at /metrics for Prometheus to scrape (docs/metrics.md)."""
-    from ...core.discovery import resolve
+    from ...control.discovery import resolve
     from ...execution.exporter import serve
 
     serve(resolve(workspace), port, address)

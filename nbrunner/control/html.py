@@ -73,7 +73,7 @@ def _marked(make):
 def preload() -> None:
     """Import nbconvert and parse its templates now (a worker does it before it forks job
     processes, so that a job's end does not pay for it)."""
-    from .notebooks import load_nbformat
+    from ..core.notebooks import load_nbformat
 
     v4 = load_nbformat().v4
     cell = v4.new_code_cell("print(1)", outputs=[v4.new_output("stream", name="stdout", text="1\n")])
@@ -88,14 +88,14 @@ def preload() -> None:
 
 def write_output_html(job_dir: Path) -> Path | None:
     """Render ``output.ipynb`` (or, if the job never ran, the ``input.ipynb`` snapshot) to
-    ``output.html``, replacing it atomically (as :func:`nbrunner.core.safe_write.write_into`: the
+    ``output.html``, replacing it atomically (as :func:`nbrunner.control.safe_write.write_into`: the
     job directory may be its owner's); None if there is no notebook or it cannot be rendered
     (never raises: the job must end whatever happens here)."""
     source = next((p for p in (job_dir / "output.ipynb", job_dir / "input.ipynb") if p.is_file()), None)
     if source is None:
         return None
     try:
-        from .notebooks import load_nbformat
+        from ..core.notebooks import load_nbformat
         from .safe_write import open_beneath, write_into
 
         with open_beneath(job_dir, source.name, mode="r") as f:

@@ -15,12 +15,12 @@ from typing import Any
 
 import redis
 
-from .config import EVENTS_MAXLEN
-from .errors import one_line
-from .indexes import index_status
-from .keys import ACTIVE, EVENTS, JOBS, PREFIX, job_key
-from .lifecycle import Quarantine, Refused, Transition, submitted, transition
-from .models import JobRecord, parse_time, utcnow
+from ..core.config import EVENTS_MAXLEN
+from ..core.errors import one_line
+from ..core.indexes import index_status
+from ..core.keys import ACTIVE, EVENTS, JOBS, PREFIX, job_key
+from ..core.lifecycle import Quarantine, Refused, Transition, submitted, transition
+from ..core.models import JobRecord, parse_time, utcnow
 
 QUARANTINE = PREFIX + "quarantine:"
 log = logging.getLogger("nbrunner.quarantine")

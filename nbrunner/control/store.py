@@ -23,14 +23,14 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .config import (EVENTS_MAXLEN, EVENTS_READ_BATCH, PAGE_READ_BATCH, PAGE_SCAN_MAX, REDIS_CONNECT_TIMEOUT_S,
+from ..core.config import (EVENTS_MAXLEN, EVENTS_READ_BATCH, PAGE_READ_BATCH, PAGE_SCAN_MAX, REDIS_CONNECT_TIMEOUT_S,
                      REDIS_HEALTH_CHECK_S, REDIS_URL, Settings, redact)
-from .errors import InvalidRequest, NoCluster, NotFound
-from .counters import transition_counts
-from .indexes import finish_time, index_status
-from .keys import ACTIVE, COUNTERS, EVENTS, FINISHED_AT, INDEXED, JOBS, job_key, status_index
-from .lifecycle import JobEvent, Purge, Transition, submitted, transition
-from .models import STATUSES, JobRecord
+from ..core.errors import InvalidRequest, NoCluster, NotFound
+from ..core.counters import transition_counts
+from ..core.indexes import finish_time, index_status
+from ..core.keys import ACTIVE, COUNTERS, EVENTS, FINISHED_AT, INDEXED, JOBS, job_key, status_index
+from ..core.lifecycle import JobEvent, Purge, Transition, submitted, transition
+from ..core.models import STATUSES, JobRecord
 
 INDEX_VERSION = "1"
 
@@ -247,7 +247,7 @@ class JobStore:
         return self.load(job_id, raw)
 
     def load(self, job_id: str, raw: str) -> JobRecord:
-        """Parse a stored record; one that cannot be read is quarantined (see :mod:`nbrunner.core.quarantine`)."""
+        """Parse a stored record; one that cannot be read is quarantined (see :mod:`nbrunner.control.quarantine`)."""
         try:
             return JobRecord.from_json(raw)
         except Exception as exc:  # noqa: BLE001 - a corrupt record must not break a listing or a pass

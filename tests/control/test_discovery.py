@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 import nbrunner
-from nbrunner.core import discovery
+from nbrunner.control import discovery
 from nbrunner.core.config import Settings
 
 from support import REPO, short_tmpdir

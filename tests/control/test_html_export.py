@@ -6,7 +6,7 @@ import base64
 
 from nbconvert import HTMLExporter
 
-from nbrunner.core import html
+from nbrunner.control import html
 from nbrunner.core.notebooks import load_nbformat
 
 PNG = base64.b64encode(bytes.fromhex(

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .config import REDIS_URL, RUNTIME_DIR, WORKSPACE, Settings, redact
-from .errors import NoCluster
+from ..core.config import REDIS_URL, RUNTIME_DIR, WORKSPACE, Settings, redact
+from ..core.errors import NoCluster
 
 
 class AmbiguousCluster(NoCluster):
