@@ -9,6 +9,7 @@ public names lazily (by name, not with an import statement) and is left out.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,7 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
+@functools.cache
 def graph(root: Path = PACKAGE) -> dict[str, set[str]]:
     mods = modules(root)
     return {name: imports(name, path, set(mods)) for name, path in mods.items()}

@@ -3,6 +3,7 @@ README's configuration table equal to it, and each variable read when used, not 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -18,7 +19,9 @@ NAME = re.compile(r"(?<![A-Za-z0-9_])NBRUNNER_[A-Z0-9_]+")
 GETTERS = {"raw", "text", "required", "seconds", "days", "count", "flag"}
 
 
+@functools.cache
 def modules() -> dict[str, ast.Module]:
+    """Every module's syntax tree, parsed once for the tests here (they only read them)."""
     return {str(p.relative_to(PACKAGE)): ast.parse(p.read_text(), str(p)) for p in sorted(PACKAGE.rglob("*.py"))}
 
 
