@@ -240,9 +240,8 @@ export function editSchedule(
         if (submission.mode !== 'schedule') {
           throw new Error('a schedule is edited as a schedule');
         }
-        const { notebook, kernel, ...request } = submission.request;
+        const { notebook, ...request } = submission.request;
         void notebook;
-        void kernel;
         return updateSchedule(
           schedule.id,
           {

@@ -55,6 +55,15 @@ export interface IJob {
   expected_start?: string | null;
   /** A job's expected end (ISO 8601 UTC), null when unknown. */
   expected_end?: string | null;
+  kernel?: string | null;
+  queue_position?: number | null;
+  /** The owner's groups when they submitted (JupyterHub groups). */
+  groups?: string[];
+  /** The pipeline this job is a step of, and the step's name. */
+  pipeline?: string | null;
+  step?: string | null;
+  /** Files and folders beside the notebook, copied into its working directory. */
+  inputs?: string[];
 }
 
 /** Why a queued job waits: a code and one line naming the numbers. */
@@ -85,15 +94,23 @@ export interface IJobList {
   next?: string | null;
 }
 
-export interface ISubmitRequest {
-  notebook: string;
-  parameters?: { [key: string]: JSONValue };
+/**
+ * The job options: what a request names beside the notebook and its parameters
+ * (nbrunner.core.models.JOB_OPTIONS; tests/server/test_extension_types.py checks them).
+ */
+export interface IJobOptions {
   name?: string;
   min_gpus?: number;
   max_gpus?: number;
   priority?: number;
   timeout?: number;
   kernel?: string;
+}
+
+/** The POST /jobs body. */
+export interface ISubmitRequest extends IJobOptions {
+  notebook: string;
+  parameters?: { [key: string]: JSONValue };
 }
 
 /** How a schedule reruns a notebook while its previous run is queued or running. */
@@ -107,8 +124,10 @@ export interface IScheduleTiming {
   overlap?: Overlap;
 }
 
-/** The POST /schedules body. */
-export interface IScheduleRequest extends ISubmitRequest, IScheduleTiming {}
+/** The POST /schedules body: a schedule's runs take every job option but the kernel. */
+export interface IScheduleRequest
+  extends Omit<ISubmitRequest, 'kernel'>,
+    IScheduleTiming {}
 
 /** A schedule record (GET /schedules/{id}). */
 export interface ISchedule {
@@ -129,6 +148,12 @@ export interface ISchedule {
   max_gpus: number;
   priority: number;
   timeout: number | null;
+  /** The owner's groups (JupyterHub groups), given to each run. */
+  groups?: string[];
+  last_job?: string | null;
+  last_error?: string | null;
+  /** A schedule of a pipeline: the pipeline's name. */
+  pipeline?: string | null;
 }
 
 export interface IScheduleList {
@@ -136,26 +161,18 @@ export interface IScheduleList {
 }
 
 /** The PATCH /schedules/{id} body. */
-export interface IScheduleUpdate extends IScheduleTiming {
+export interface IScheduleUpdate
+  extends IScheduleTiming,
+    Omit<IJobOptions, 'kernel' | 'timeout'> {
   paused?: boolean;
   parameters?: { [key: string]: JSONValue };
-  name?: string;
-  min_gpus?: number;
-  max_gpus?: number;
-  priority?: number;
   timeout?: number | null;
 }
 
 /** The POST /sweeps body: the spec is a mapping or YAML text. */
-export interface ISweepRequest {
+export interface ISweepRequest extends IJobOptions {
   notebook: string;
   spec: string | { [key: string]: JSONValue };
-  name?: string;
-  min_gpus?: number;
-  max_gpus?: number;
-  priority?: number;
-  timeout?: number;
-  kernel?: string;
 }
 
 export interface ILogChunk {

@@ -31,7 +31,7 @@ from ..core.config import SWEEP_LOCK_TTL_S, SWEEP_LOCK_WAIT_S, Settings
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound
 from ..core.keys import PREFIX, job_key
 from ..core.lifecycle import Refused, StoppedEarly
-from ..core.models import JobRecord, JobRequest, check_content_name, utcnow
+from ..core.models import JOB_OPTIONS, JobRecord, JobRequest, check_content_name, utcnow
 from .store import JobStore
 from ..core.sweeps.asha import reported_values, rung_decision
 from ..core.sweeps.spec import SweepSpec, parse_spec
@@ -43,7 +43,6 @@ log = logging.getLogger("nbrunner.sweeps")
 
 SWEEPS = PREFIX + "sweeps"                 # sorted set: sweep id -> creation time
 ACTIVE_SWEEPS = PREFIX + "sweeps:active"   # sweeps advance_sweeps still looks after
-JOB_OPTIONS = ("name", "min_gpus", "max_gpus", "priority", "timeout", "kernel")
 
 
 def sweep_key(sweep_id: str) -> str:

@@ -61,6 +61,10 @@ _FINISHED = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLE
 STATUSES = tuple(s.value for s in JobStatus)
 FINISHED = tuple(s.value for s in JobStatus if s.finished)
 PRIORITY_MIN, PRIORITY_MAX, PRIORITY_DEFAULT = 1, 10000, 5000
+# The job options: what a request names beside the notebook and its parameters (JobRequest's fields of these
+# names, which declare their types and defaults).  Declared here only: a sweep passes them to every trial, a
+# schedule to every run (all but the kernel), a pipeline step to its job (all but the name, which is the step's).
+JOB_OPTIONS = ("name", "min_gpus", "max_gpus", "priority", "timeout", "kernel")
 
 # Fields of the public job record (the README's job record), in display order.
 PUBLIC_FIELDS = (

@@ -21,12 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .config import MAX_CRON_CHARS, MAX_EVERY_S
 from .errors import InvalidRequest
 from .limits import check_request
-from .models import PRIORITY_DEFAULT, JobRequest, parse_time, utcnow
+from .models import JOB_OPTIONS as _JOB_OPTIONS, PRIORITY_DEFAULT, JobRequest, parse_time, utcnow
 
 Overlap = Literal["skip", "queue"]
 CRON_ALIASES = ("@hourly", "@daily", "@midnight", "@weekly", "@monthly")
-# the job options a schedule passes to each run
-JOB_OPTIONS = ("name", "min_gpus", "max_gpus", "priority", "timeout")
+# the job options a schedule passes to each run: all but the kernel (its runs use the notebook's)
+JOB_OPTIONS = tuple(k for k in _JOB_OPTIONS if k != "kernel")
 # fields a PATCH may change
 EDITABLE = ("paused", "cron", "every", "timezone", "overlap", "parameters", "notebook", *JOB_OPTIONS)
 PUBLIC_FIELDS = (

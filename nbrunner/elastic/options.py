@@ -1,9 +1,21 @@
 """The options of one training run (:class:`TrainOptions`): what
-:meth:`~nbrunner.elastic.ElasticTrainer.train` was called with, checked and normalised once."""
+:meth:`~nbrunner.elastic.ElasticTrainer.train` was called with, checked and normalised once.
+
+The fields are train()'s parameters, declared here only: :func:`train_signature` makes
+train()'s signature from them (what ``help()`` and the docs show) and
+:meth:`TrainOptions.from_call` binds a call's arguments to them.
+"""
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from dataclasses import dataclass
 from typing import Any, Optional
+
+# train()'s parameters that may also be given by position, in this order
+POSITIONAL = ("epochs", "effective_batch_size", "max_gpus", "min_gpus", "checkpoint_every", "seed")
+# fields set by the trainer (ElasticTrainer(adaptive_batch=..., max_batch=...)), not by train()
+TRAINER_FIELDS = ("adaptive_batch", "max_batch")
 
 
 @dataclass
@@ -77,6 +89,17 @@ class TrainOptions:
                 raise ValueError(f"max_batch ({self.max_batch}) must be a whole number >= effective_batch_size "
                                  f"({self.effective_batch_size})")
 
+    @classmethod
+    def from_call(cls, args: tuple, kwargs: dict[str, Any], **trainer: Any) -> TrainOptions:
+        """The options of a call ``train(*args, **kwargs)`` (``trainer``: :data:`TRAINER_FIELDS`).
+
+        Raises:
+            TypeError: an argument train() does not take, too many positional ones, or one given twice.
+        """
+        bound = _SIGNATURE.bind(None, *args, **kwargs)
+        bound.arguments.pop("self")
+        return cls(**bound.arguments, **trainer)
+
     @property
     def cap(self) -> int:
         """Most learners at once: ``max_gpus``, and never more than one per sample of the global batch."""
@@ -91,3 +114,19 @@ class TrainOptions:
             cfg.update(adaptive_batch=True, max_batch=self.max_batch)
         cfg["checkpoint_dir"] = checkpoint_dir
         return cfg
+
+
+def train_signature(returns: Any = inspect.Signature.empty) -> inspect.Signature:
+    """``train(self, epochs=10, ..., seed=0, *, slots=None, ...)``: the fields of :class:`TrainOptions`
+    but the trainer's, with their defaults; the :data:`POSITIONAL` ones first, the others by keyword only."""
+    fields = [f for f in dataclasses.fields(TrainOptions) if f.name not in TRAINER_FIELDS]
+    fields.sort(key=lambda f: POSITIONAL.index(f.name) if f.name in POSITIONAL else len(POSITIONAL))
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    for f in fields:
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if f.name in POSITIONAL else inspect.Parameter.KEYWORD_ONLY
+        annotation = inspect.Parameter.empty if f.type in (Any, "Any") else f.type
+        params.append(inspect.Parameter(f.name, kind, default=f.default, annotation=annotation))
+    return inspect.Signature(params, return_annotation=returns)
+
+
+_SIGNATURE = train_signature()

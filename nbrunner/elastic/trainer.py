@@ -47,7 +47,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from ..core.config import ELASTIC_KEEP_LOGS
 from ..control import runtime
@@ -55,7 +55,7 @@ from . import model_io
 from .generations import GenerationPlanner
 from .history import Callback, History, HistoryRecorder, _FnCallback
 from .launcher import LocalLauncher
-from .options import TrainOptions
+from .options import TrainOptions, train_signature
 from .pool import LearnerPool
 from .protocol import ElasticTrainingError, Rendezvous, root_cause
 from .recovery import Recovery, resume
@@ -119,17 +119,13 @@ class ElasticTrainer:
         run = self._run
         return run.learner_pids() if run is not None else {}
 
-    def train(self, epochs: int = 10, effective_batch_size: int = 256, max_gpus: Optional[int] = None,
-              min_gpus: int = 1, checkpoint_every: int = 1, seed: int = 0, *,
-              slots=None, launcher=None, checkpoint_dir=None, model_dir=None,
-              sync_batchnorm: bool = False, snapshot_every: int = 10, timeout: float = 60.0,
-              verbose: int = 1, print_every: float = 30.0, master_addr: Optional[str] = None,
-              eval_batch_size: int = 512, max_failures: int = 20, max_slot_failures: int = 3,
-              join_wait: float = 3.0, broadcast_buffers: bool = True,
-              find_unused_parameters: bool = False, keep_checkpoints: int = 2,
-              prestart: Optional[int] = None, threads_per_learner: Optional[int] = None) -> History:
+    def train(self, *args: Any, **kwargs: Any) -> History:
         """Train for ``epochs`` epochs and return the History; ``self.model`` then holds the
         final weights (and ``self.optimizer`` the final optimizer state).
+
+        The arguments are :class:`~nbrunner.elastic.options.TrainOptions`' fields, with its defaults
+        (``epochs``, ``effective_batch_size``, ``max_gpus``, ``min_gpus``, ``checkpoint_every`` and
+        ``seed`` also by position); the signature shown is made from them.
 
         ``slots``: a SlotSource (default: :func:`nbrunner.elastic.slots.default_slot_source`).
         ``max_gpus``: most learners at once (default: 1 outside a job, else what is granted).
@@ -147,15 +143,7 @@ class ElasticTrainer:
         usable CPUs divided by ``max_gpus`` -- or by the most slots granted so far when
         ``max_gpus`` is None -- at least 1, constant across resizes).
         """
-        options = TrainOptions(
-            epochs=epochs, effective_batch_size=effective_batch_size, max_gpus=max_gpus, min_gpus=min_gpus,
-            checkpoint_every=checkpoint_every, seed=seed, slots=slots, launcher=launcher, checkpoint_dir=checkpoint_dir,
-            model_dir=model_dir, sync_batchnorm=sync_batchnorm, snapshot_every=snapshot_every, timeout=timeout,
-            verbose=verbose, print_every=print_every, master_addr=master_addr, eval_batch_size=eval_batch_size,
-            max_failures=max_failures, max_slot_failures=max_slot_failures, join_wait=join_wait,
-            broadcast_buffers=broadcast_buffers, find_unused_parameters=find_unused_parameters,
-            keep_checkpoints=keep_checkpoints, prestart=prestart, threads_per_learner=threads_per_learner,
-            adaptive_batch=self.adaptive_batch, max_batch=self.max_batch)
+        options = TrainOptions.from_call(args, kwargs, adaptive_batch=self.adaptive_batch, max_batch=self.max_batch)
         run = _Run(self, options)
         self._run = run
         try:
@@ -163,6 +151,8 @@ class ElasticTrainer:
         finally:
             self._run = None
         return self.history
+
+    train.__signature__ = train_signature(returns="History")
 
 
 class _Run:

@@ -1,17 +1,23 @@
 """The OpenAPI 3 document of the REST API (served at ``GET /openapi.json``).
 
-Maintained by hand next to the handlers; ``tests/test_openapi.py`` checks that every
-(path, method) :func:`nbrunner.server.handlers.routes` serves is documented here and that
-nothing documented is missing from the handlers.
+Written next to the handlers; ``tests/server/test_openapi.py`` checks that every (path, method)
+:func:`nbrunner.server.handlers.routes` serves is documented here and that nothing documented is
+missing from the handlers.  The job record's and the job request's schemas are made from their
+models (:mod:`.model_schemas`: fields, types, nullability, required fields); the schedule's are
+held to theirs by ``tests/server/test_openapi_models.py``.
 """
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-from ..core.config import JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BULK_JOBS, MAX_FILTER, MAX_INPUT_BYTES, PAGE_SCAN_MAX
-from ..core.models import PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, STATUSES, WAITING_CODES
+from ..core.config import (JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX, MAX_BULK_JOBS, MAX_FILTER, MAX_INPUT_BYTES, PAGE_SCAN_MAX,
+                           RETRIES)
+from ..core.models import (JOB_OPTIONS, PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, PUBLIC_FIELDS, SHOWN_EXTRA,
+                           STATUSES, WAITING_CODES, JobRecord, JobRequest)
+from ..core.schedules import JOB_OPTIONS as SCHEDULE_JOB_OPTIONS
 from . import openapi_pipelines
+from .model_schemas import object_schema
 
 
 
@@ -45,64 +51,54 @@ OBJ = {"type": "object"}
 GROUPS = {"type": "array", "items": {"type": "string"},
           "description": "the owner's groups when it was made (JupyterHub groups, under nbrunner service)"}
 
-JOB = {
-    "type": "object",
-    "description": "A job record (README: the job record).",
-    "properties": {
-        "id": {"type": "string"}, "name": {"type": "string"}, "notebook": {"type": "string"},
-        "parameters": OBJ, "status": {"type": "string", "enum": list(STATUSES)},
-        "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX, "default": PRIORITY_DEFAULT},
-        "min_gpus": {"type": "integer"}, "max_gpus": {"type": "integer"}, "gpus": {"type": "integer"},
-        "owner": {"type": "string"}, "groups": GROUPS,
-        "created_at": {"type": "string", "format": "date-time"},
-        "started_at": {"type": "string", "format": "date-time", "nullable": True},
-        "finished_at": {"type": "string", "format": "date-time", "nullable": True},
-        "output": {"type": "string", "nullable": True}, "error": {"type": "string", "nullable": True},
-        "progress": {"type": "number", "nullable": True}, "metrics": OBJ,
-        "sweep": {"type": "string", "nullable": True},
-        "pipeline": {"type": "string", "nullable": True}, "step": {"type": "string", "nullable": True},
-        "schedule": {"type": "string", "nullable": True, "description": "the schedule this job is a run of"},
-        "history": {"type": "array", "description": "one entry per status change, oldest first",
-                    "items": {"type": "object", "properties": {
-                        "status": {"type": "string", "enum": list(STATUSES)},
-                        "at": {"type": "string", "format": "date-time"},
-                        "reason": {"type": "string", "description": "why the job went back to the queue"}}}},
-        "waiting": {"type": "object", "nullable": True, "required": ["code", "message"],
-                    "description": "why a queued job waits (docs/waiting.md), else null",
-                    "properties": {"code": {"type": "string", "enum": list(WAITING_CODES)},
-                                   "message": {"type": "string", "description": "one line naming the numbers"}}},
-        "expected_start": {"type": "string", "format": "date-time", "nullable": True,
-                           "description": "a queued job's expected start (a replay of the queue), null when unknown"},
-        "expected_end": {"type": "string", "format": "date-time", "nullable": True,
-                         "description": "the expected end (its progress, or its past runs), null when unknown"},
-    },
-}
+_DATE = {"format": "date-time"}
+_STATUS_CHANGE = {"type": "object", "required": ["status", "at"], "properties": {
+    "status": {"type": "string", "enum": list(STATUSES)}, "at": {"type": "string", "format": "date-time"},
+    "reason": {"type": "string", "description": "why the job went back to the queue"}}}
+INPUTS = {"description": "files and folders beside the notebook, copied into its working directory (runs/<id>/work/) "
+                         "before it runs"}
+
+# The record's fields, types and nullability are JobRecord's (what to_dict() shows); these notes add the rest.
+JOB = object_schema(JobRecord, (*PUBLIC_FIELDS, *SHOWN_EXTRA), all_required=True,
+                    description="A job record (README: the job record).", notes={
+    "priority": {"minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX, "default": PRIORITY_DEFAULT},
+    "groups": {"description": GROUPS["description"]},
+    "created_at": _DATE, "started_at": _DATE, "finished_at": _DATE,
+    "schedule": {"description": "the schedule this job is a run of"},
+    "history": {"description": "one entry per status change, oldest first", "items": _STATUS_CHANGE},
+    "waiting": {"required": ["code", "message"], "description": "why a queued job waits (docs/waiting.md), else null",
+                "properties": {"code": {"type": "string", "enum": list(WAITING_CODES)},
+                               "message": {"type": "string", "description": "one line naming the numbers"}}},
+    "expected_start": {**_DATE, "description": "a queued job's expected start (a replay of the queue), null when "
+                                               "unknown"},
+    "expected_end": {**_DATE, "description": "the expected end (its progress, or its past runs), null when unknown"},
+    "inputs": INPUTS,
+})
 
 CONTENT = {"oneOf": [OBJ, {"type": "string"}],
            "description": "the notebook itself (its JSON object or text), snapshotted instead of reading "
                           "`notebook` from the server root; `notebook` then names it (a relative path)"}
 
-JOB_REQUEST = {
-    "type": "object", "required": ["notebook"],
-    "properties": {
-        "notebook": {"type": "string", "description": "path relative to the server root"},
-        "content": CONTENT,
-        "parameters": OBJ, "name": {"type": "string"},
-        "min_gpus": {"type": "integer", "minimum": 0}, "max_gpus": {"type": "integer", "minimum": 0},
-        "priority": {"type": "integer", "minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX, "default": PRIORITY_DEFAULT},
-        "timeout": {"type": "number", "exclusiveMinimum": 0}, "kernel": {"type": "string"},
-    },
-}
-
-JOB["properties"]["inputs"] = {"type": "array", "items": {"type": "string"},
-                               "description": "files and folders beside the notebook, copied into its working "
-                                              "directory (runs/<id>/work/) before it runs"}
-JOB_REQUEST["properties"].update({
-    "inputs": JOB["properties"]["inputs"],
-    "inputs_content": {"type": "object", "description": "with content: each input's bytes, base64 (a file), or an "
-                                                        "object of its files' relative paths to base64 (a folder)"},
+# JobRequest's fields but those only nbrunner sets (a sweep's, a schedule's, a pipeline's), with the notebook's
+# content and its inputs' bytes, which the handler takes out before the request is checked.
+JOB_REQUEST = object_schema(JobRequest, [f for f in JobRequest.__struct_fields__
+                                         if f not in ("sweep", "schedule", "pipeline", "step")], notes={
+    "notebook": {"description": "path relative to the server root"},
+    "min_gpus": {"minimum": 0}, "max_gpus": {"minimum": 0, "description": "default: min_gpus"},
+    "priority": {"minimum": PRIORITY_MIN, "maximum": PRIORITY_MAX},
+    "timeout": {"exclusiveMinimum": 0, "description": "seconds"},
+    "language": {"description": "the kernel's language (papermill -l), when no kernel is named"},
+    "cwd": {"description": "the notebook's working directory, relative to the server root"},
+    "report_mode": {"description": "hide the input of code cells in the output (papermill --report-mode)"},
+    "retries": {"minimum": 0, "description": f"re-runs after a lost worker or a killed kernel (default: {RETRIES.name})"},
+    "inputs": INPUTS,
     "notify": {"oneOf": [{"type": "array", "items": {"type": "string"}}, _ref("NotificationSettings")],
                "description": "overrides the owner's notification settings for this job"},
+})
+JOB_REQUEST["properties"].update({
+    "content": CONTENT,
+    "inputs_content": {"type": "object", "description": "with content: each input's bytes, base64 (a file), or an "
+                                                        "object of its files' relative paths to base64 (a folder)"},
 })
 NOTIFICATIONS = {"type": "object", "properties": {
     "targets": {"type": "array", "items": {"type": "string"},
@@ -120,23 +116,30 @@ SWEEP = {"type": "object", "properties": {
     "id": {"type": "string"}, "jobs": {"type": "array", "items": {"type": "string"}},
     "leaderboard": {"type": "array", "items": OBJ}}}
 
-_SCHEDULE_FIELDS = {
-    "notebook": {"type": "string"}, "name": {"type": "string"}, "parameters": OBJ,
-    "cron": {"type": "string", "description": "5-field cron, or @hourly, @daily, @weekly, @monthly"},
-    "every": {"type": "number", "minimum": 1, "description": "seconds (exactly one of cron and every)"},
+_CLOCK = {
+    "cron": {"type": "string", "nullable": True, "description": "5-field cron, or @hourly, @daily, @weekly, @monthly"},
+    "every": {"type": "integer", "nullable": True, "minimum": 1,
+              "description": "seconds (exactly one of cron and every)"},
     "timezone": {"type": "string", "default": "UTC"}, "overlap": {"type": "string", "enum": ["skip", "queue"]},
-    "min_gpus": {"type": "integer"}, "max_gpus": {"type": "integer"}, "priority": {"type": "integer"},
-    "timeout": {"type": "number"},
 }
-SCHEDULE_REQUEST = {"type": "object", "properties": {**_SCHEDULE_FIELDS, "paused": {"type": "boolean"},
-                                                     "content": {**CONTENT, "description": CONTENT["description"]
-                                                                 + "; every run runs it"}}}
+_NULLABLE_STR = {"type": "string", "nullable": True}
+# ScheduleSpec's and ScheduleRecord's fields (tests/server/test_openapi_models.py holds them to the models)
+SCHEDULE_REQUEST = {"type": "object", "properties": {
+    "notebook": {"type": "string"}, "parameters": OBJ, **_CLOCK, "paused": {"type": "boolean"},
+    **{k: JOB_REQUEST["properties"][k] for k in SCHEDULE_JOB_OPTIONS},
+    "content": {**CONTENT, "description": CONTENT["description"] + "; every run runs it"},
+    "pipeline": {"oneOf": [OBJ, {"type": "string"}], "description": "instead of notebook (which is then left out) "
+                                                                    "and the job options: a pipeline file, run on "
+                                                                    "the clock (docs/pipelines.md)"}}}
 SCHEDULE = {"type": "object", "properties": {
-    **_SCHEDULE_FIELDS, "id": {"type": "string"}, "paused": {"type": "boolean"}, "owner": {"type": "string"},
-    "groups": GROUPS,
-    "next_run_at": {"type": "string", "nullable": True}, "last_run_at": {"type": "string", "nullable": True},
-    "created_at": {"type": "string"}, "last_job": {"type": "string", "nullable": True},
-    "last_error": {"type": "string", "nullable": True}}}
+    "id": {"type": "string"}, "name": {"type": "string"}, "notebook": {"type": "string"}, "parameters": OBJ,
+    **_CLOCK, "paused": {"type": "boolean"}, "next_run_at": _NULLABLE_STR, "last_run_at": _NULLABLE_STR,
+    "created_at": {"type": "string"}, "owner": {"type": "string"},
+    "min_gpus": {"type": "integer"}, "max_gpus": {"type": "integer"}, "priority": {"type": "integer"},
+    "timeout": {"type": "number", "nullable": True},
+    "groups": GROUPS, "last_job": _NULLABLE_STR, "last_error": _NULLABLE_STR,
+    "pipeline": {**_NULLABLE_STR, "description": "a schedule of a pipeline: the pipeline's name"}}}
+SCHEDULE["required"] = list(SCHEDULE["properties"])  # the record shows every field
 MODEL_SERVER = {"type": "object", "properties": {
     **{k: {"type": "integer" if k in ("port", "pid", "version") else "string"}
        for k in ("name", "version", "model", "port", "url", "pid", "owner", "started_at")}, "groups": GROUPS}}
@@ -287,7 +290,8 @@ PATHS: dict[str, dict[str, Any]] = {
                  "requestBody": {"required": True, "content": {"application/json": {"schema": {
                      "type": "object", "required": ["notebook", "spec"],
                      "properties": {"notebook": {"type": "string"}, "content": CONTENT,
-                                    "spec": {"oneOf": [OBJ, {"type": "string"}]}}}}}},
+                                    "spec": {"oneOf": [OBJ, {"type": "string"}]},
+                                    **{k: JOB_REQUEST["properties"][k] for k in JOB_OPTIONS}}}}}},
                  "responses": {"201": _json(_ref("Sweep"), "the sweep"), **BAD}},
     },
     "/sweeps/{sweep_id}": {

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.models import JobRequest
 from ..core.pipelines.record import PIPELINE_STATUSES, STEP_STATUSES
+from ..core.pipelines.spec import STEP_OPTIONS
+from .model_schemas import object_schema
 
 _REF = "#/components/schemas/"
 _ERR = {"content": {"application/json": {"schema": {"$ref": _REF + "Error"}}}}
@@ -12,6 +15,7 @@ UNKNOWN = {"404": {"description": "unknown, or not visible to this user", **_ERR
 CONFLICT = {"409": {"description": "conflicts with the pipeline's state", **_ERR}}
 OBJ = {"type": "object"}
 _NULL_STR = {"type": "string", "nullable": True}
+_STEP_OPTIONS = object_schema(JobRequest, STEP_OPTIONS)["properties"]  # a step's job options, as a job takes them
 
 
 def _json(schema: dict, description: str) -> dict:
@@ -42,8 +46,7 @@ PIPELINE_FILE = {"type": "object", "required": ["steps"], "description": "the pi
         "notebook": {"type": "string"}, "sweep": {**OBJ, "description": "a sweep spec with its notebook"},
         "needs": {"type": "array", "items": {"type": "string"}}, "parameters": OBJ,
         "content": {"description": "the notebook's JSON (through a service)", "oneOf": [OBJ, {"type": "string"}]},
-        "min_gpus": {"type": "integer"}, "max_gpus": {"type": "integer"}, "priority": {"type": "integer"},
-        "timeout": {"type": "number"}, "retries": {"type": "integer"}, "kernel": {"type": "string"}}}}}}
+        **_STEP_OPTIONS}}}}}
 _ID = {"name": "pipeline_id", "in": "path", "required": True, "description": "the pipeline's id",
        "schema": {"type": "string", "pattern": "^[a-z0-9]{1,32}$"}}
 _ONE = _json({"$ref": _REF + "Pipeline"}, "the pipeline")

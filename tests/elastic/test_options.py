@@ -66,3 +66,29 @@ def test_learner_config_holds_what_learners_read():
                    "sync_batchnorm": False, "snapshot_every": 3, "timeout": 60.0, "eval_batch_size": 512,
                    "broadcast_buffers": True, "find_unused_parameters": False, "keep_checkpoints": 2,
                    "checkpoint_dir": "/ckpt"}
+
+
+def test_train_shows_the_documented_signature():
+    """help(ElasticTrainer.train) and the docs show the parameters by name, with TrainOptions' defaults:
+    the first six also by position, in the documented order, the others by keyword only."""
+    params = list(inspect.signature(ElasticTrainer.train).parameters.values())
+    assert [(p.name, p.default) for p in params[1:7]] == [
+        ("epochs", 10), ("effective_batch_size", 256), ("max_gpus", None), ("min_gpus", 1),
+        ("checkpoint_every", 1), ("seed", 0)]
+    assert {p.kind for p in params[:7]} == {inspect.Parameter.POSITIONAL_OR_KEYWORD}
+    assert {p.kind for p in params[7:]} == {inspect.Parameter.KEYWORD_ONLY}
+    assert [p.name for p in params[7:]][:4] == ["slots", "launcher", "checkpoint_dir", "model_dir"]
+    assert "adaptive_batch" not in [p.name for p in params]  # the trainer's, not train()'s
+    assert inspect.signature(ElasticTrainer.train).return_annotation == "History"
+
+
+def test_a_call_binds_to_the_options():
+    o = TrainOptions.from_call((3, 64, 4), {"seed": 7, "timeout": 2}, adaptive_batch=False, max_batch=None)
+    assert (o.epochs, o.effective_batch_size, o.max_gpus, o.min_gpus, o.seed, o.timeout) == (3, 64, 4, 1, 7, 2.0)
+    assert TrainOptions.from_call((), {}) == TrainOptions()
+    for args, kwargs, words in (((), {"epoch": 3}, "epoch"), ((1, 2, 3, 4, 5, 6, 7), {}, "too many positional"),
+                                ((3,), {"epochs": 4}, "multiple values")):
+        with pytest.raises(TypeError, match=words):
+            TrainOptions.from_call(args, kwargs)
+    with pytest.raises(TypeError, match="'sed'"):
+        TrainOptions.from_call((), {"slots": None, "sed": 1})

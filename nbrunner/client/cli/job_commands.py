@@ -13,7 +13,7 @@ import typer
 
 from ...core.config import FOLLOW_POLL_S, JOBS_SHOWN, RETRIES
 from ...core.errors import NbrunnerError
-from ...core.models import PRIORITY_DEFAULT, STATUSES
+from ...core.models import PRIORITY_DEFAULT, PRIORITY_MAX, PRIORITY_MIN, STATUSES
 from ..advice import MAX_GPUS_HELP, SingleLearnerWarning
 from .app import DirOption, app, cluster_of, console, print_json, typed_parameters, terminal
 
@@ -26,7 +26,7 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
            name: Optional[str] = typer.Option(None, "--name"),
            min_gpus: int = typer.Option(0, "--min-gpus", help="GPUs the job needs to start"),
            max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help=MAX_GPUS_HELP),
-           priority: int = typer.Option(PRIORITY_DEFAULT, "--priority", help="1..10000"),
+           priority: int = typer.Option(PRIORITY_DEFAULT, "--priority", help=f"{PRIORITY_MIN}..{PRIORITY_MAX}"),
            timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds of wall time, the whole job"),
            kernel: Optional[str] = typer.Option(None, "--kernel", help="kernel name (default: the notebook's)"),
            language: Optional[str] = typer.Option(None, "--language", help="kernel language, when no kernel is named"),

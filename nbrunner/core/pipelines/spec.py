@@ -31,13 +31,13 @@ import msgspec
 from ..config import MAX_PIPELINE_BYTES, MAX_PIPELINE_STEPS
 from ..errors import InvalidRequest
 from ..limits import load_yaml, short
-from ..models import JobRequest, check_name
+from ..models import JOB_OPTIONS, JobRequest, check_name
 
 TOP_KEYS = ("name", "steps", "on_failure")
 ON_FAILURE = ("stop", "continue")
-JOB_OPTIONS = ("parameters", "min_gpus", "max_gpus", "priority", "timeout", "retries", "kernel", "inputs")
-SWEEP_OPTIONS = ("min_gpus", "max_gpus", "priority", "timeout", "kernel")  # what a sweep passes to its trials
-STEP_KEYS = ("notebook", "sweep", "needs", *JOB_OPTIONS)
+SWEEP_OPTIONS = tuple(k for k in JOB_OPTIONS if k != "name")  # what a sweep step passes to its trials
+STEP_OPTIONS = (*SWEEP_OPTIONS, "retries", "inputs")  # what a notebook step passes to its job
+STEP_KEYS = ("notebook", "sweep", "needs", "parameters", *STEP_OPTIONS)
 STEP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 TEMPLATE = re.compile(r"\{\{\s*steps\.([A-Za-z_][A-Za-z0-9_-]*)\.outputs\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 ANY_TEMPLATE = re.compile(r"\{\{.*?\}\}", re.S)
@@ -188,7 +188,7 @@ def _parse_step(step: str, body: Any) -> StepSpec:
         needs = [needs]
     if not isinstance(needs, list) or not all(isinstance(n, str) for n in needs):
         raise InvalidRequest(f"step {step!r}: needs must be a list of step names")
-    options = {k: body[k] for k in JOB_OPTIONS if k in body and k != "parameters"}
+    options = {k: body[k] for k in STEP_OPTIONS if k in body}
     if "sweep" in body:
         sweep = body["sweep"]
         if not isinstance(sweep, dict) or "notebook" not in sweep:
