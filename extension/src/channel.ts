@@ -264,13 +264,3 @@ export class PushChannel implements IDisposable {
   private _sleepTimer = 0;
   private _wake: (() => void) | null = null;
 }
-
-let shared: PushChannel | null = null;
-
-/** The tab's channel (made on first use; started by the extension once JupyterLab is restored). */
-export function sharedChannel(): PushChannel {
-  if (!shared || shared.isDisposed) {
-    shared = new PushChannel();
-  }
-  return shared;
-}

@@ -3,6 +3,8 @@
  * (one per line) and the events, to and from the `{targets, on}` of `/me/notifications`.
  */
 
+import { CommandIDs } from './command-ids';
+
 /** What a user may be told about (the server's order). */
 export const NOTIFY_EVENTS = ['completed', 'failed', 'cancelled', 'sweep', 'pipeline'] as const;
 export type NotifyEvent = (typeof NOTIFY_EVENTS)[number];
@@ -88,11 +90,11 @@ export function linkTarget(
   const params = new URLSearchParams(search);
   const job = params.get('nbrunner-job');
   if (job && ID.test(job)) {
-    return { command: 'nbrunner:open-job', args: { id: job, name: job } };
+    return { command: CommandIDs.openJob, args: { id: job, name: job } };
   }
   const sweep = params.get('nbrunner-sweep');
   if (sweep && ID.test(sweep)) {
-    return { command: 'nbrunner:open-jobs', args: { sweep } };
+    return { command: CommandIDs.openJobs, args: { sweep } };
   }
   return null;
 }

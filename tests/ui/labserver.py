@@ -113,6 +113,7 @@ def start_lab(ws: Path, state: Path, token: str) -> tuple[subprocess.Popen, str,
     argv = [sys.executable, "-m", "nbrunner.execution.lab", "--no-browser", f"--ServerApp.root_dir={ws}",
             f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
             f"--IdentityProvider.token={token}", "--LabApp.news_url=None",
+            "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: plugins and commands, for test_lab_plugins
             f"--LabApp.user_settings_dir={dirs['settings']}", f"--LabApp.workspaces_dir={dirs['workspaces']}",
             "--ServerApp.allow_root=True"]
     log = state / "jupyterlab.log"

@@ -6,32 +6,17 @@
  */
 import * as React from 'react';
 
-import {
-  ApiError,
-  downloadUrl,
-  errorMessage,
-  getJob,
-  getMetrics,
-  getTimeline
-} from '../api';
+import { ApiError, errorMessage, getJob, getMetrics, getTimeline } from '../api';
 import { reclaimNotes } from '../accounts';
-import { CANCELLABLE_STATUSES, JOBS_POLL_MS } from '../constants';
-import { formatDuration, jobElapsed, parseTime, PALETTE } from '../format';
-import { gpuSeries, metricSeries } from '../job-charts';
+import { JOBS_POLL_MS } from '../constants';
 import { PushChannel } from '../channel';
 import { Change } from '../events';
 import { PollingWidget } from '../polling-widget';
 import { outlookLine } from '../waiting';
-import {
-  DownloadFormat,
-  IJob,
-  IMetricsRow,
-  isFinished,
-  ITimelinePoint,
-  JSONValue
-} from '../types';
-import { ActionButton } from './ActionButton';
-import { LineChart } from './LineChart';
+import { IJob, IMetricsRow, isFinished, ITimelinePoint } from '../types';
+import { JobActions } from './JobActions';
+import { JobCharts } from './JobCharts';
+import { JobDetails, JobHistory, JobParameters } from './JobTables';
 import { StatusBadge } from './StatusBadge';
 
 export namespace JobPage {
@@ -54,15 +39,6 @@ export namespace JobPage {
     /** Poll interval in ms while the channel cannot be opened. */
     interval?: number;
   }
-}
-
-function formatTime(value: string | null | undefined): string {
-  const ms = parseTime(value);
-  return ms === null ? '–' : new Date(ms).toLocaleString();
-}
-
-function formatValue(value: JSONValue): string {
-  return typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value);
 }
 
 /** After a change, the metrics or GPU series are read again this much later (a burst: once). */
@@ -239,7 +215,13 @@ export class JobPage extends PollingWidget {
             This job no longer exists (deleted).
           </p>
         )}
-        {this._renderActions(job)}
+        <JobActions
+          job={job}
+          gone={this._gone}
+          acting={this._acting !== null}
+          actions={this._actions}
+          run={(what, action) => void this._run(what, action)}
+        />
         {outlook && (
           <p className="nbrunner-JobPage-outlook" data-testid="nbrunner-jobpage-outlook" data-code={job.waiting?.code ?? ''}>
             {outlook}
@@ -257,11 +239,11 @@ export class JobPage extends PollingWidget {
           </section>
         )}
         <div className="nbrunner-JobPage-grid">
-          {this._renderDetails(job)}
-          {this._renderParameters(job)}
-          {this._renderHistory(job)}
+          <JobDetails job={job} />
+          <JobParameters job={job} />
+          <JobHistory job={job} />
         </div>
-        {this._renderCharts(job)}
+        <JobCharts job={job} metrics={this._metrics} metricsError={this._metricsError} gpus={this._gpus} />
       </div>
     );
   }
@@ -283,197 +265,6 @@ export class JobPage extends PollingWidget {
     );
   }
 
-  private _renderActions(job: IJob): React.ReactElement {
-    const ended = isFinished(job.status);
-    const busy = this._acting !== null || this._gone;
-    const hasOutput = !!job.output && job.status !== 'queued';
-    // A job cancelled before it ran has no executed notebook (its HTML shows the input).
-    const available = (format: DownloadFormat) =>
-      ended && !this._gone && (format !== 'ipynb' || !!job.started_at);
-    const download = (format: DownloadFormat, label: string) =>
-      available(format) ? (
-        <a
-          key={format}
-          className="nbrunner-Button"
-          href={downloadUrl(job.id, format)}
-          download
-          data-testid={`nbrunner-jobpage-download-${format}`}
-          title={`Download the ${label}`}
-        >
-          {format === 'zip' ? 'zip' : format === 'html' ? 'HTML' : 'ipynb'}
-        </a>
-      ) : (
-        <button
-          key={format}
-          type="button"
-          className="nbrunner-Button"
-          disabled
-          data-testid={`nbrunner-jobpage-download-${format}`}
-          title={ended ? 'The job never ran: no executed notebook' : 'Available once the job has ended'}
-        >
-          {format === 'zip' ? 'zip' : format === 'html' ? 'HTML' : 'ipynb'}
-        </button>
-      );
-    return (
-      <div className="nbrunner-JobPage-actions" role="toolbar" aria-label="Job actions">
-        <ActionButton
-          testid="nbrunner-jobpage-open-output"
-          disabled={!hasOutput || this._gone}
-          title={hasOutput ? 'Open the executed notebook, read-only' : 'No output yet'}
-          onClick={() => this._actions.openOutput(job)}
-        >
-          Open output
-        </ActionButton>
-        <ActionButton
-          testid="nbrunner-jobpage-log"
-          onClick={() => this._actions.openLog(job)}
-        >
-          Log
-        </ActionButton>
-        <span className="nbrunner-JobPage-downloads" aria-label="Download">
-          <span className="nbrunner-JobPage-label">Download</span>
-          {download('ipynb', 'executed notebook')}
-          {download('html', 'executed notebook as HTML')}
-          {download('zip', 'job directory as a zip')}
-        </span>
-        <ActionButton
-          testid="nbrunner-jobpage-rerun"
-          disabled={busy}
-          title="Run again from the same notebook snapshot, with the same or edited parameters"
-          onClick={() => this._actions.rerun(job)}
-        >
-          Re-run…
-        </ActionButton>
-        {CANCELLABLE_STATUSES.includes(job.status) && (
-          <ActionButton
-            testid="nbrunner-jobpage-cancel"
-            tone="warn"
-            disabled={busy}
-            onClick={() => void this._run('cancel', () => this._actions.cancel(job))}
-          >
-            Cancel
-          </ActionButton>
-        )}
-        {ended && (
-          <ActionButton
-            testid="nbrunner-jobpage-delete"
-            tone="warn"
-            disabled={busy}
-            title="Delete the job's record and directory"
-            onClick={() => void this._run('delete', () => this._actions.remove(job))}
-          >
-            Delete…
-          </ActionButton>
-        )}
-      </div>
-    );
-  }
-
-  private _renderDetails(job: IJob): React.ReactElement {
-    const elapsed = jobElapsed(job);
-    const rows: Array<[string, React.ReactNode, string]> = [
-      ['Status', job.status, 'status'],
-      ['Attempt', job.attempt ?? '–', 'attempt'],
-      ['Worker', job.worker || '–', 'worker'],
-      ['GPUs', `${job.gpus ?? 0} now (min ${job.min_gpus}, max ${job.max_gpus})`, 'gpus'],
-      ['Priority', job.priority, 'priority'],
-      ['Owner', job.owner || '–', 'owner'],
-      ['Created', formatTime(job.created_at), 'created'],
-      ['Started', formatTime(job.started_at), 'started'],
-      ['Finished', formatTime(job.finished_at), 'finished'],
-      [elapsed.title, elapsed.text, 'elapsed']
-    ];
-    if (job.host) {
-      rows.splice(3, 0, ['Host', job.host, 'host']);
-    }
-    if (job.account) {
-      rows.splice(rows.findIndex(([, , key]) => key === 'owner') + 1, 0, ['Account', job.account, 'account']);
-    }
-    if (job.sweep) {
-      rows.push(['Sweep', job.sweep, 'sweep']);
-    }
-    if (job.schedule) {
-      rows.push(['Schedule', job.schedule, 'schedule']);
-    }
-    return (
-      <section className="nbrunner-JobPage-section" data-testid="nbrunner-jobpage-details">
-        <h3>Job</h3>
-        <table className="nbrunner-JobPage-table">
-          <tbody>
-            {rows.map(([label, value, key]) => (
-              <tr key={key} data-field={key}>
-                <th scope="row">{label}</th>
-                <td>{value}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </section>
-    );
-  }
-
-  private _renderParameters(job: IJob): React.ReactElement {
-    const params = Object.entries(job.parameters ?? {});
-    return (
-      <section className="nbrunner-JobPage-section" data-testid="nbrunner-jobpage-parameters">
-        <h3>Parameters</h3>
-        {params.length === 0 ? (
-          <p className="nbrunner-Empty">The notebook's defaults.</p>
-        ) : (
-          <table className="nbrunner-JobPage-table">
-            <tbody>
-              {params.map(([name, value]) => (
-                <tr key={name} data-param={name}>
-                  <th scope="row">{name}</th>
-                  <td>
-                    <code>{formatValue(value)}</code>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </section>
-    );
-  }
-
-  private _renderHistory(job: IJob): React.ReactElement {
-    const history = Array.isArray(job.history) ? job.history : [];
-    const first = parseTime(history[0]?.at);
-    return (
-      <section className="nbrunner-JobPage-section" data-testid="nbrunner-jobpage-history">
-        <h3>Status history</h3>
-        {history.length === 0 ? (
-          <p className="nbrunner-Empty">No status change recorded.</p>
-        ) : (
-          <ol className="nbrunner-JobPage-history">
-            {history.map((h, i) => {
-              const at = parseTime(h.at);
-              return (
-                <li key={i} data-status={h.status}>
-                  <StatusBadge status={h.status} />{' '}
-                  <time dateTime={h.at}>{formatTime(h.at)}</time>
-                  {i > 0 && at !== null && first !== null && (
-                    <span className="nbrunner-JobPage-since">
-                      {' '}
-                      (+{formatDuration(at - first)})
-                    </span>
-                  )}
-                  {h.reason && (
-                    <span className="nbrunner-JobPage-reason" data-testid="nbrunner-jobpage-history-reason">
-                      {' '}
-                      {h.reason}
-                    </span>
-                  )}
-                </li>
-              );
-            })}
-          </ol>
-        )}
-      </section>
-    );
-  }
-
   /** Why the job lost GPUs: "Shrunk: reclaimed by account vision", "Re-queued: ...". */
   private _renderReclaims(job: IJob): React.ReactElement | null {
     const notes = reclaimNotes(job);
@@ -488,49 +279,6 @@ export class JobPage extends PollingWidget {
           </li>
         ))}
       </ul>
-    );
-  }
-
-  private _renderCharts(job: IJob): React.ReactElement {
-    const series = metricSeries(this._metrics);
-    const { points: gpuPoints, xEnd } = gpuSeries(this._gpus, !isFinished(job.status), Date.now());
-    return (
-      <section className="nbrunner-JobPage-section" data-testid="nbrunner-jobpage-charts">
-        <h3>Over time</h3>
-        <div className="nbrunner-JobPage-charts">
-          {gpuPoints.length > 0 ? (
-            <LineChart
-              title="GPUs held"
-              points={gpuPoints}
-              color="#1976d2"
-              step
-              xEnd={xEnd}
-              xLabel="time since queued"
-              formatX={x => formatDuration(x * 1000)}
-              testid="nbrunner-jobpage-gpu-chart"
-            />
-          ) : (
-            <p className="nbrunner-Empty">No GPU allocation recorded.</p>
-          )}
-          {series.map((s, i) => (
-            <LineChart
-              key={s.name}
-              title={s.name}
-              points={s.points}
-              color={PALETTE[(i + 1) % PALETTE.length]}
-              xLabel={s.x}
-              testid="nbrunner-jobpage-metric-chart"
-            />
-          ))}
-        </div>
-        {series.length === 0 && (
-          <p className="nbrunner-Empty" data-testid="nbrunner-jobpage-no-metrics">
-            {this._metricsError
-              ? `Metrics unavailable: ${this._metricsError}`
-              : 'No metrics recorded (call nbrunner.record("loss", value) in the notebook).'}
-          </p>
-        )}
-      </section>
     );
   }
 

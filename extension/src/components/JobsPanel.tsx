@@ -16,10 +16,9 @@ import { JobListing } from '../job-listing';
 import { Column, filtered, IJobQuery, ISort, nextSort, pageLabel, sortRows } from '../job-table';
 import { PollingWidget } from '../polling-widget';
 import { ICluster, IJob, ISchedule, isFinished } from '../types';
-import { ActionButton } from './ActionButton';
-import { Banner } from './Banner';
 import { ClusterSummary } from './ClusterSummary';
 import { JobFilters } from './JobFilters';
+import { JobsMessages } from './JobsMessages';
 import { JobsToolbar } from './JobsToolbar';
 import { JobTable } from './JobTable';
 import { IRowHandlers } from './JobTableRow';
@@ -329,39 +328,16 @@ export class JobsPanel extends PollingWidget {
             onClose={() => this.filter({ sweep: '' })}
           />
         )}
-        {this._error && (
-          <Banner tone={this._unavailable ? 'error' : 'warn'} testid="nbrunner-jobs-error">
-            <p>
-              {this._unavailable || rows === null ? 'Cannot list jobs. ' : 'Could not refresh the job list. '}
-              {this._error}
-            </p>
-            <ActionButton testid="nbrunner-retry" onClick={() => void this.refresh()}>
-              Retry
-            </ActionButton>
-          </Banner>
-        )}
-        {listing.unseen > 0 && (
-          <button
-            type="button"
-            className="nbrunner-LinkButton nbrunner-JobsPanel-unseen"
-            data-testid="nbrunner-jobs-unseen"
-            onClick={() => this._go(() => listing.first())}
-          >
-            {listing.unseen} more job{listing.unseen === 1 ? '' : 's'} changed on other pages: show the first page
-          </button>
-        )}
-        {rows === null && !this._error && (
-          <p className="nbrunner-Empty" data-testid="nbrunner-jobs-loading">
-            Loading jobs…
-          </p>
-        )}
-        {rows !== null && rows.length === 0 && listing.index === 0 && (
-          <p className="nbrunner-Empty" data-testid="nbrunner-jobs-empty">
-            {filtered(query)
-              ? 'No jobs match these filters.'
-              : 'No jobs yet. Open a notebook and click “Run as job”, or right-click a notebook in the file browser.'}
-          </p>
-        )}
+        <JobsMessages
+          error={this._error}
+          unavailable={this._unavailable}
+          rows={rows}
+          unseen={listing.unseen}
+          firstPage={listing.index === 0}
+          filtered={filtered(query)}
+          onRetry={() => void this.refresh()}
+          onFirst={() => this._go(() => listing.first())}
+        />
         {shown.length > 0 && (
           <div className="nbrunner-JobTable-wrap">
             <JobTable

@@ -1,14 +1,11 @@
 /** The notification settings in JupyterLab: a command (the Jobs panel's bell, the palette) opening the form. */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICommandPalette, MainAreaWidget } from '@jupyterlab/apputils';
+import { ICommandPalette } from '@jupyterlab/apputils';
 
-import { showInMainArea, wrapInMainArea } from './main-area';
-import { linkTarget } from './notifications';
-import { NotificationSettings } from './notifications-widget';
-
-export namespace NotifyCommandIDs {
-  export const openNotifications = 'nbrunner:open-notifications';
-}
+import { CommandIDs, PALETTE_CATEGORY } from '../command-ids';
+import { MainAreaWidgets } from '../main-area';
+import { linkTarget } from '../notifications';
+import { NotificationSettings } from '../notifications-widget';
 
 export const notificationsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'nbrunner:notifications',
@@ -16,22 +13,21 @@ export const notificationsPlugin: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   optional: [ICommandPalette],
   activate: (app: JupyterFrontEnd, palette: ICommandPalette | null) => {
-    let widget: MainAreaWidget<NotificationSettings> | null = null;
-    app.commands.addCommand(NotifyCommandIDs.openNotifications, {
+    const views = new MainAreaWidgets<NotificationSettings>(app.shell, {
+      namespace: 'nbrunner-notifications',
+      id: () => 'nbrunner-notifications-widget'
+    });
+    app.commands.addCommand(CommandIDs.openNotifications, {
       label: 'nbrunner notification settings',
       caption: 'Where and when you are told that a job, sweep or pipeline ended',
-      execute: () => {
-        if (!widget || widget.isDisposed) {
-          const content = new NotificationSettings();
-          widget = wrapInMainArea(content, 'nbrunner-notifications-widget');
-        } else {
-          void widget.content.load();
-        }
-        showInMainArea(app.shell, widget);
-        return widget;
-      }
+      execute: () =>
+        views.open(
+          '',
+          () => new NotificationSettings(),
+          settings => void settings.load()
+        )
     });
-    palette?.addItem({ command: NotifyCommandIDs.openNotifications, category: 'nbrunner' });
+    palette?.addItem({ command: CommandIDs.openNotifications, category: PALETTE_CATEGORY });
     // A notification's link (`<lab>?nbrunner-job=ID`, `?nbrunner-sweep=ID`) opens what it is about.
     const link = linkTarget(window.location.search); // read now: the router may rewrite the URL
     void app.restored.then(() => {
