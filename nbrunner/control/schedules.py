@@ -28,11 +28,11 @@ import redis
 
 from ..core.config import EVENTS_MAXLEN, Settings
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound, one_line
-from ..core.keys import EVENTS, SCHEDULES, schedule_key
 from ..core.fence import Refused
+from ..core.keys import EVENTS, SCHEDULES, schedule_key
 from ..core.machine import Transition
 from ..core.models import check_content_name, parse_time
-from ..core.schedule_lifecycle import Delete, Edit, Fire, Ran, SubmitRun, created, transition
+from ..core.schedule_lifecycle import Delete, Edit, Fire, Ran, Removed, SubmitRun, created, transition
 from ..core.schedules import EDITABLE, ScheduleRecord, ScheduleSpec, is_due
 from .store import JobStore
 from . import submit
@@ -225,10 +225,11 @@ def update_schedule(store: JobStore, settings: Settings, schedule_id: str, chang
 def delete_schedule(store: JobStore, schedule_id: str, settings: Settings | None = None) -> None:
     """Remove the schedule (its runs stay, as jobs) and, with ``settings``, its notebook snapshot.
     Raises NotFound."""
-    done = _apply(store, schedule_id, Delete())
-    if settings is not None:
-        shutil.rmtree(snapshot_path(settings, schedule_id).parent, ignore_errors=True)
-    _emit(store, "schedule", schedule_id, owner=done.actions[0].owner)  # the record is gone: its owner is told
+    for action in _apply(store, schedule_id, Delete()).actions:
+        if isinstance(action, Removed):
+            if settings is not None:
+                shutil.rmtree(snapshot_path(settings, schedule_id).parent, ignore_errors=True)
+            _emit(store, "schedule", schedule_id, owner=action.owner)  # the record is gone: its owner is told
 
 
 def runs_of(store: JobStore, schedule_id: str) -> list:

@@ -101,8 +101,8 @@ def test_edit_checks_like_a_create_and_changes_nothing_when_bad():
     rec = new_schedule()
     with pytest.raises(InvalidRequest, match="every must be between"):
         transition(rec, Edit(changes={"every": 0}, at=at(1)))
-    cron = transition(rec, Edit(changes={"cron": "0 3 * * *", "every": None}, at=at(1))).record
-    assert cron.cron == "0 3 * * *" and cron.every is None and cron.next_run_at == "2026-01-01T03:00:00.000Z"
+    faster = transition(rec, Edit(changes={"every": 45}, at=at(10))).record
+    assert faster.every == 45 and faster.next_run_at == iso(at(55))  # a new clock counts from the edit
     renamed = transition(rec, Edit(changes={"name": "nightly", "notebook": "m.ipynb"}, at=at(1), from_content=True))
     assert renamed.record.name == "nightly" and renamed.record.from_content and renamed.record.next_run_at == DUE
 
@@ -128,11 +128,13 @@ def check_invariants(rec: ScheduleRecord) -> None:
     assert rec.state is (ScheduleState.PAUSED if rec.paused else ScheduleState.ACTIVE)
 
 
-MOVES = ["wait", "wait", "fire", "fire", "fire_old", "pause", "resume", "every", "cron", "ran", "ran_error"]
+MOVES = ["wait", "wait", "fire", "fire", "fire_old", "pause", "resume", "every", "ran", "ran_error"]
 
 
+# every, not cron: croniter runs a process when first imported (platform.architecture), which the fast
+# tier forbids; cron's fire times are next_fire's, tested with real schedules in tests/control
 @settings(max_examples=100, deadline=None)
-@given(st.sampled_from([{"every": 60}, {"every": 7}, {"cron": "*/5 * * * *", "timezone": "Europe/Paris"}]),
+@given(st.sampled_from([{"every": 60}, {"every": 7}, {"every": 3600, "timezone": "Europe/Paris"}]),
        st.sampled_from(["skip", "queue"]), st.lists(st.tuples(st.sampled_from(MOVES), st.integers(1, 400)),
                                                      max_size=40))
 def test_invariants_hold_after_every_event(clock, overlap, moves):
@@ -149,7 +151,6 @@ def test_invariants_hold_after_every_event(clock, overlap, moves):
             "fire_old": Fire(due=fired[-1] if fired else DUE, at=now, last_job=rec.last_job),
             "pause": Edit(changes={"paused": True}, at=now), "resume": Edit(changes={"paused": False}, at=now),
             "every": Edit(changes={"every": n, "cron": None}, at=now),
-            "cron": Edit(changes={"cron": f"*/{n % 59 + 1} * * * *", "every": None}, at=now),
             "ran": Ran(job=f"j{n}"), "ran_error": Ran(error="e"),
         }[move]
         before = rec.model_dump_json()

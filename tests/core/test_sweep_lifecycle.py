@@ -124,10 +124,7 @@ LEGAL = {
 
 
 def at_state(name: str) -> SweepRecord:
-    rec = new_sweep()
-    for event in PATHS[name]:
-        rec = transition(rec, EVENTS[event]).record
-    return rec
+    return transition.fold(new_sweep(), [EVENTS[e] for e in PATHS[name]]).record
 
 
 @pytest.mark.parametrize("state", list(PATHS))
@@ -135,6 +132,7 @@ def at_state(name: str) -> SweepRecord:
 def test_every_sweep_state_and_event(state, event):
     rec = at_state(state)
     before = rec.model_dump_json()
+    assert transition.allows(rec, EVENTS[event]) == (event in LEGAL[state])
     if event in LEGAL[state]:
         done = transition(rec, EVENTS[event])
         check_invariants(done.record)
@@ -144,6 +142,13 @@ def test_every_sweep_state_and_event(state, event):
         with pytest.raises(Refused):
             transition(rec, EVENTS[event])
     assert rec.model_dump_json() == before
+
+
+def test_fold_gathers_the_actions_and_stops_at_an_illegal_event():
+    done = transition.fold(new_sweep(), [EVENTS[e] for e in ("advance", "submitted_0", "advance_done")])
+    assert done.actions == (SubmitTrials(indexes=(0,)), SubmitTrials(indexes=(1,))) and done.event == ""
+    with pytest.raises(Refused):
+        transition.fold(new_sweep(), [EVENTS["cancel"], EVENTS["advance"]])
 
 
 def test_the_states_of_the_table():
