@@ -298,17 +298,17 @@ class World:
                 self.ended += 1
 
 
-MOVES = ["advance", "advance", "ok", "ok", "fail", "crash", "crash_made", "recover", "start", "report", "report",
-         "finish", "vanish", "cancel", "any_submitted"]
+MOVES = ["advance"] * 6 + ["ok"] * 4 + ["start"] * 4 + ["report"] * 8 + ["finish"] * 2 + [
+    "fail", "crash", "crash_made", "recover", "vanish", "any_submitted"]
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(1, 5), st.sampled_from([None, 1, 2]), st.booleans(), st.lists(st.sampled_from(MOVES), max_size=40),
-       st.data())
-def test_invariants_hold_after_every_event(n, max_parallel, early, moves, data):
-    world = World(new_sweep(n, max_parallel, {"rungs": [1, 2], "reduction_factor": 2} if early else None))
+@given(st.integers(1, 5), st.sampled_from([None, 1, 2]), st.sampled_from([None, [1], [1, 2]]),
+       st.lists(st.sampled_from(MOVES), min_size=5, max_size=60), st.integers(0, 150), st.data())
+def test_invariants_hold_after_every_event(n, max_parallel, early, moves, cancel_at, data):
+    world = World(new_sweep(n, max_parallel, {"rungs": early, "reduction_factor": 2} if early else None))
     limit = max_parallel or n
-    for move in moves:
+    for move in moves[:cancel_at] + ["cancel"] * (cancel_at < len(moves)) + moves[cancel_at:]:  # cancelled, or not
         event = world.event(move, data.draw)
         if event is None:
             continue
