@@ -5,9 +5,12 @@ A schedule record is JSON at ``nbrunner:schedule:<id>``, listed in the sorted se
 with Redis.  Each run is an ordinary job (:func:`nbrunner.control.submit.submit`) with
 ``schedule`` set, owned by the schedule's owner.
 
-At most one run per fire time, whatever number of schedulers call :func:`fire_due`: a
-fire time is claimed by a WATCH/MULTI compare-and-set of ``next_run_at``, and only the
-process whose transaction moved it submits the run.  ``next_run_at`` moves to the first
+What changes and when is decided by the schedule's machine
+(:mod:`nbrunner.core.schedule_lifecycle`); this module loads the record, applies the transition in
+a WATCH/MULTI compare-and-set and carries out the actions.  At most one run per fire time,
+whatever number of schedulers call :func:`fire_due`: a fire time is claimed by the ``Fire``
+transition, which is legal only for the current ``next_run_at``, and only the process whose
+transaction moved it submits the run.  ``next_run_at`` moves to the first
 fire time after now, so fire times missed while no scheduler ran give one run.  A crash
 between the claim and the submit loses that one run (never doubles it).
 """
@@ -19,15 +22,18 @@ import os
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import redis
 
 from ..core.config import EVENTS_MAXLEN, Settings
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound, one_line
+from ..core.fence import Refused
 from ..core.keys import EVENTS, SCHEDULES, schedule_key
+from ..core.machine import Transition
 from ..core.models import check_content_name, parse_time
-from ..core.schedules import EDITABLE, ScheduleRecord, ScheduleSpec, is_due, iso, next_fire
+from ..core.schedule_lifecycle import Delete, Edit, Fire, Ran, Removed, SubmitRun, created, transition
+from ..core.schedules import EDITABLE, ScheduleRecord, ScheduleSpec, is_due
 from .store import JobStore
 from . import submit
 
@@ -101,14 +107,8 @@ def create_schedule(store: JobStore, settings: Settings, request: dict[str, Any]
     notebook, snapshot = (spec.notebook, None) if pipeline else _check_notebook(settings, spec.notebook, base, content)
     now = _now()
     for _ in range(10):
-        rec = ScheduleRecord(
-            id=submit.new_id(), name=spec.name or Path(notebook).stem, notebook=notebook,
-            parameters=spec.parameters, cron=spec.cron, every=spec.every, timezone=spec.timezone,
-            overlap=spec.overlap, created_at=iso(now), owner=owner or getpass.getuser(), groups=list(groups),
-            min_gpus=spec.min_gpus, max_gpus=spec.max_gpus, priority=spec.priority, timeout=spec.timeout,
-            next_run_at=iso(next_fire(spec, now, anchor=now if spec.every else None)),
-            from_content=snapshot is not None, pipeline=pipeline[0] if pipeline else None,
-        )
+        rec = created(spec, submit.new_id(), now, notebook=notebook, owner=owner or getpass.getuser(), groups=list(groups),
+                      from_content=snapshot is not None, pipeline=pipeline[0] if pipeline else None)
         if store.r.exists(schedule_key(rec.id)):
             continue
         if pipeline:
@@ -156,21 +156,24 @@ def list_schedules(store: JobStore) -> list[ScheduleRecord]:
     return out
 
 
-def _change(store: JobStore, schedule_id: str, change: Callable[[ScheduleRecord], bool | None]) -> ScheduleRecord | None:
-    """Apply ``change`` atomically (WATCH/MULTI); it returns False to write nothing (-> None)."""
+def _apply(store: JobStore, schedule_id: str, event: Any) -> Transition[ScheduleRecord]:
+    """Apply ``event`` to the stored record in one compare-and-set (WATCH/MULTI): the record is
+    written (removed, for a Delete) only if nobody changed it meanwhile, else read and tried again.
+    Raises NotFound, Refused (nothing written) or the transition's InvalidRequest."""
     key = schedule_key(schedule_id)
     with store.r.pipeline() as p:
         while True:
             try:
                 p.watch(key)
-                rec = _load(schedule_id, p.get(key))
-                if change(rec) is False:
-                    p.reset()
-                    return None
+                done = transition(_load(schedule_id, p.get(key)), event)
                 p.multi()
-                p.set(key, rec.model_dump_json())
+                if done.record is None:
+                    p.delete(key)
+                    p.zrem(SCHEDULES, schedule_id)
+                else:
+                    p.set(key, done.record.model_dump_json())
                 p.execute()
-                return rec
+                return done
             except redis.WatchError:
                 continue
             except BaseException:
@@ -214,25 +217,7 @@ def update_schedule(store: JobStore, settings: Settings, schedule_id: str, chang
         if snapshot is not None:
             _write_snapshot(settings, schedule_id, snapshot)
 
-    def change(rec: ScheduleRecord) -> bool:
-        fields = {k: getattr(rec, k) for k in ScheduleSpec.model_fields}
-        fields.update(changes)
-        spec = ScheduleSpec.parse(fields)
-        clock = any(getattr(spec, k) != getattr(rec, k) for k in ("cron", "every", "timezone"))
-        resumed = rec.paused and not spec.paused
-        for k in ScheduleSpec.model_fields:
-            setattr(rec, k, getattr(spec, k))
-        rec.name = spec.name or rec.name
-        if "notebook" in changes:
-            rec.from_content = snapshot is not None
-        if rec.paused:
-            rec.next_run_at = None
-        elif clock or resumed or rec.next_run_at is None:
-            now = _now()
-            rec.next_run_at = iso(next_fire(rec, now, anchor=now if rec.every else None))
-        return True
-
-    rec = _change(store, schedule_id, change)
+    rec = _apply(store, schedule_id, Edit(changes=changes, at=_now(), from_content=snapshot is not None)).record
     _emit(store, "schedule", schedule_id)
     return rec
 
@@ -240,14 +225,11 @@ def update_schedule(store: JobStore, settings: Settings, schedule_id: str, chang
 def delete_schedule(store: JobStore, schedule_id: str, settings: Settings | None = None) -> None:
     """Remove the schedule (its runs stay, as jobs) and, with ``settings``, its notebook snapshot.
     Raises NotFound."""
-    rec = get_schedule(store, schedule_id)
-    with store.r.pipeline() as p:
-        p.delete(schedule_key(schedule_id))
-        p.zrem(SCHEDULES, schedule_id)
-        p.execute()
-    if settings is not None:
-        shutil.rmtree(snapshot_path(settings, schedule_id).parent, ignore_errors=True)
-    _emit(store, "schedule", schedule_id, owner=rec.owner)  # the record is gone: its owner is told
+    for action in _apply(store, schedule_id, Delete()).actions:
+        if isinstance(action, Removed):
+            if settings is not None:
+                shutil.rmtree(snapshot_path(settings, schedule_id).parent, ignore_errors=True)
+            _emit(store, "schedule", schedule_id, owner=action.owner)  # the record is gone: its owner is told
 
 
 def runs_of(store: JobStore, schedule_id: str) -> list:
@@ -259,21 +241,13 @@ def runs_of(store: JobStore, schedule_id: str) -> list:
 # firing
 
 
-def _claim(store: JobStore, rec: ScheduleRecord, now: datetime) -> ScheduleRecord | None:
-    """Move ``next_run_at`` past ``now`` if it is still the due fire time we read; None if
-    another scheduler claimed it (or the schedule changed) first."""
-    seen = rec.next_run_at
-
-    def change(cur: ScheduleRecord) -> bool:
-        if cur.next_run_at != seen or not is_due(cur, now):
-            return False
-        cur.next_run_at = iso(next_fire(cur, now, anchor=parse_time(cur.next_run_at)))
-        cur.last_run_at = iso(now)
-        return True
-
+def _claim(store: JobStore, rec: ScheduleRecord, now: datetime) -> Transition[ScheduleRecord] | None:
+    """Fire the due time ``next_run_at`` of ``rec``, if it is still the one we read; None if another
+    scheduler claimed it (or the schedule changed) first."""
+    active = rec.overlap == "skip" and _previous_run_active(store, rec)
     try:
-        return _change(store, rec.id, change)
-    except NotFound:  # deleted meanwhile
+        return _apply(store, rec.id, Fire(due=rec.next_run_at, at=now, previous_active=active, last_job=rec.last_job))
+    except (NotFound, Refused):  # deleted, claimed or changed meanwhile
         return None
 
 
@@ -288,34 +262,28 @@ def _previous_run_active(store: JobStore, rec: ScheduleRecord) -> bool:
     return job is not None and not job.finished
 
 
-def _fire(store: JobStore, settings: Settings, rec: ScheduleRecord) -> str | None:
-    """Submit one run of a claimed schedule (or skip it); returns the job id or None."""
-    if rec.overlap == "skip" and _previous_run_active(store, rec):
-        job_id, error = None, f"skipped: the previous run {rec.last_job} has not finished"
-        log.info("schedule %s: %s", rec.id, error)
-    else:
-        try:
-            if rec.pipeline:
-                from .pipeline_schedules import fire
-
-                job_id, error = fire(store, settings, rec.id, rec.owner, rec.groups), None
-            else:
-                request = {**rec.spec().job_request(), "schedule": rec.id, "name": rec.name}
-                if rec.from_content:
-                    request["content"] = _snapshot_text(settings, rec)
-                job_id, error = submit.submit(store, settings, request, owner=rec.owner, groups=rec.groups).id, None
-        except NbrunnerError as exc:  # the notebook was removed or broken since: say why, keep the schedule
-            job_id, error = None, one_line(exc)
-            log.warning("schedule %s: no run: %s", rec.id, error)
-
-    def note(cur: ScheduleRecord) -> bool:
-        if job_id is not None:
-            cur.last_job = job_id
-        cur.last_error = error
-        return True
-
+def _fire(store: JobStore, settings: Settings, claimed: Transition[ScheduleRecord]) -> str | None:
+    """Carry out a claimed fire time: submit its run (or note the skip); returns the job id or None."""
+    rec = claimed.record
+    if not any(isinstance(a, SubmitRun) for a in claimed.actions):
+        log.info("schedule %s: %s", rec.id, rec.last_error)
+        _emit(store, "schedule", rec.id)
+        return None
     try:
-        _change(store, rec.id, note)
+        if rec.pipeline:
+            from .pipeline_schedules import fire
+
+            job_id, error = fire(store, settings, rec.id, rec.owner, rec.groups), None
+        else:
+            request = {**rec.spec().job_request(), "schedule": rec.id, "name": rec.name}
+            if rec.from_content:
+                request["content"] = _snapshot_text(settings, rec)
+            job_id, error = submit.submit(store, settings, request, owner=rec.owner, groups=rec.groups).id, None
+    except NbrunnerError as exc:  # the notebook was removed or broken since: say why, keep the schedule
+        job_id, error = None, one_line(exc)
+        log.warning("schedule %s: no run: %s", rec.id, error)
+    try:
+        _apply(store, rec.id, Ran(job=job_id, error=error))
     except NotFound:
         return job_id
     _emit(store, "schedule", rec.id)  # its next and last run moved: the views of schedules follow
@@ -337,7 +305,7 @@ def fire_due(store: JobStore, settings: Settings, now: datetime | None = None) -
                     job_id = _fire(store, settings, claimed)
                     if job_id:
                         submitted.append(job_id)
-                    rec = claimed
+                    rec = claimed.record
                 else:
                     rec = get_schedule(store, rec.id)
             at = None if rec.paused else parse_time(rec.next_run_at)

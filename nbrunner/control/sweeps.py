@@ -5,10 +5,13 @@ set.  The sweep record lives in Redis (``nbrunner:sweep:<id>``, listed in the so
 ``nbrunner:sweeps``; unfinished ones also in ``nbrunner:sweeps:active``).  Only the first
 ``max_parallel`` trials are submitted at once; :func:`advance_sweeps`, called by the
 scheduler on every pass, submits the next ones as earlier trials finish and applies early
-stopping (:mod:`nbrunner.core.sweeps.asha`).  Every change of a sweep record is made under
-the sweep's lock key (``nbrunner:sweep:<id>:lock``), so several processes may call it: a
-trial is never submitted twice (it is marked ``submitting`` before its job is created, and a
-job left behind by a crash in between is adopted rather than submitted again).
+stopping (:mod:`nbrunner.core.sweeps.asha`).  What changes and when is decided by the sweep's
+machine (:mod:`nbrunner.core.sweeps.lifecycle`); this module loads the record, gives it what it
+reads of the trial jobs, writes the new record and carries out the actions.  Every change of a
+sweep record is made under the sweep's lock key (``nbrunner:sweep:<id>:lock``), so several
+processes may call it: a trial is never submitted twice (it is written ``submitting`` before its
+job is created, and a job left behind by a crash in between is adopted rather than submitted
+again).
 
 The notebook is snapshotted when the sweep is created (``<storage>/sweeps/<id>/input.ipynb``);
 every trial runs that snapshot, even if the notebook is edited while the sweep runs.
@@ -21,7 +24,6 @@ import os
 import secrets
 import tempfile
 import time
-import uuid
 from pathlib import Path, PurePath, PurePosixPath
 from typing import Any, Iterable, Sequence
 
@@ -33,11 +35,16 @@ from ..core.keys import PREFIX, job_key
 from ..core.lifecycle import Refused, StoppedEarly
 from ..core.models import JOB_OPTIONS, JobRecord, JobRequest, check_content_name, utcnow
 from .store import JobStore
-from ..core.sweeps.asha import reported_values, rung_decision
-from ..core.sweeps.spec import SweepSpec, parse_spec
-from ..core.sweeps.trials import SweepRecord, Trial, generate_trials
+from ..core.sweeps.asha import reported_values
+from ..core.sweeps.lifecycle import (Advance, Cancel, CancelJob, Ended, JobSeen, Recover, StopTrial, SubmitTrials,
+                                     TrialNotSubmitted, TrialsSubmitted, seen, to_read, transition)
+from ..core.sweeps.record import SweepRecord, Trial, TrialState
+from ..core.sweeps.spec import parse_spec
+from ..core.sweeps.trial_lifecycle import Reported
+from ..core.sweeps.trials import generate_trials
 from . import submit
 from .actions import advance
+from .record_lock import RecordLock
 
 log = logging.getLogger("nbrunner.sweeps")
 
@@ -76,30 +83,8 @@ def snapshot_path(settings: Settings, sweep_id: str) -> Path:
     return settings.storage / "sweeps" / sweep_id / "input.ipynb"
 
 
-class _Lock:
-    """The sweep's lock key (SET NX PX; released only by its holder)."""
-
-    _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
-
-    def __init__(self, store: JobStore, sweep_id: str):
-        self.r = store.r
-        self.key = lock_key(sweep_id)
-        self.token = uuid.uuid4().hex
-
-    def acquire(self, wait: float = 0.0) -> bool:
-        deadline = time.monotonic() + wait
-        while True:
-            if self.r.set(self.key, self.token, nx=True, px=int(SWEEP_LOCK_TTL_S * 1000)):
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)
-
-    def release(self) -> None:
-        try:
-            self.r.eval(self._RELEASE, 1, self.key, self.token)
-        except redis.RedisError:
-            pass
+def _lock(store: JobStore, sweep_id: str) -> RecordLock:
+    return RecordLock(store.r, lock_key(sweep_id), SWEEP_LOCK_TTL_S)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,7 +175,7 @@ def create_sweep(store: JobStore, settings: Settings, notebook: str | os.PathLik
     snap = snapshot_path(settings, sweep_id)
     snap.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(snap))
-    lock = _Lock(store, sweep_id)
+    lock = _lock(store, sweep_id)
     lock.acquire()  # a fresh id: nobody else holds it; the scheduler skips the sweep until we are done
     try:
         if not store.r.set(sweep_key(sweep_id), rec.model_dump_json(), nx=True):
@@ -199,10 +184,10 @@ def create_sweep(store: JobStore, settings: Settings, notebook: str | os.PathLik
             p.zadd(SWEEPS, {sweep_id: time.time()})
             p.sadd(ACTIVE_SWEEPS, sweep_id)
             p.execute()
-        _advance(store, settings, rec)
+        rec = _advance(store, settings, rec)
     finally:
         lock.release()
-    store.emit("sweep", sweep=sweep_id, status=rec.status)
+    store.emit("sweep", sweep=sweep_id, status=rec.status.value)
     return rec
 
 
@@ -229,7 +214,7 @@ def advance_sweeps(store: JobStore, settings: Settings) -> None:
 
 def advance_sweep(store: JobStore, settings: Settings, sweep_id: str, wait: float = 0.0) -> SweepRecord | None:
     """Advance one sweep under its lock; None if another process holds the lock."""
-    lock = _Lock(store, sweep_id)
+    lock = _lock(store, sweep_id)
     if not lock.acquire(wait):
         return None
     try:
@@ -245,8 +230,7 @@ def advance_sweep(store: JobStore, settings: Settings, sweep_id: str, wait: floa
         if rec.finished:
             store.r.srem(ACTIVE_SWEEPS, sweep_id)
             return rec
-        _advance(store, settings, rec)
-        return rec
+        return _advance(store, settings, rec)
     finally:
         lock.release()
 
@@ -263,77 +247,102 @@ def jobs_of(store: JobStore, ids: Iterable[str]) -> dict[str, JobRecord]:
     return out
 
 
-def _advance(store: JobStore, settings: Settings, rec: SweepRecord) -> None:
-    """One step of a sweep (the caller holds its lock); saves the record if it changed."""
-    before = rec.model_dump_json()
-    jobs = jobs_of(store, rec.job_ids())
-    _adopt(store, rec, jobs)
-    spec = rec.parsed
-    if spec.early_stopping is not None:
-        _early_stopping(store, settings, rec, spec, jobs)
-    limit = spec.max_parallel or len(rec.trials)
-    unfinished = sum(1 for t in rec.trials if t.state == "submitting"
-                     or (t.job and t.job in jobs and not jobs[t.job].finished))
-    while unfinished < limit:  # the next pending trials in one step; a skipped one makes room for another
-        due = [i for i, trial in enumerate(rec.trials) if trial.state == "pending"][:limit - unfinished]
-        if not due:
-            break
-        for job in _submit_trials(store, settings, rec, due):
-            jobs[job.id] = job
-            unfinished += 1
-    done = all(t.state in ("submitted", "skipped", "cancelled") for t in rec.trials) and all(
-        jobs[t.job].finished for t in rec.trials if t.job and t.job in jobs)  # a vanished record counts as ended
-    if done:
-        rec.status = "completed"
-        rec.finished_at = utcnow()
-    if rec.model_dump_json() != before:
-        _save(store, rec)
-    if done:
-        store.r.srem(ACTIVE_SWEEPS, rec.id)
-        store.emit("sweep", sweep=rec.id, status=rec.status)
+def _seen(store: JobStore, rec: SweepRecord) -> dict[str, JobSeen]:
+    return {jid: seen(job) for jid, job in jobs_of(store, rec.job_ids()).items()}
+
+
+def _advance(store: JobStore, settings: Settings, rec: SweepRecord) -> SweepRecord:
+    """One step of a sweep (the caller holds its lock): recover trials a dead submitter left,
+    read what early stopping needs, then :class:`Advance` until no skipped trial leaves room."""
+    if any(t.state is TrialState.SUBMITTING for t in rec.trials):
+        rec = _apply(store, settings, rec, Recover(found=_orphans(store, rec)))
+    jobs = _seen(store, rec)
+    reports = {}
+    if to_read(rec, jobs):
+        spec = rec.parsed
+        top = max(spec.early_stopping.rungs)
+        for i in to_read(rec, jobs):
+            job = rec.trials[i].job
+            values = reported_values(settings.job_dir(job), spec.objective.metric, top)
+            reports[i] = Reported(values=tuple(values), final=jobs[job].finished)
+    while True:
+        before = rec
+        rec = _apply(store, settings, rec, Advance(at=utcnow(), jobs=jobs, reports=reports))
+        skipped = any(t.state is TrialState.SKIPPED and b.state is not TrialState.SKIPPED
+                      for t, b in zip(rec.trials, before.trials))
+        if rec.finished or not skipped:  # a skipped trial made room for another
+            return rec
+        jobs, reports = _seen(store, rec), {}
+
+
+def _apply(store: JobStore, settings: Settings, rec: SweepRecord, event: Any) -> SweepRecord:
+    """Apply ``event`` to ``rec`` (the caller holds its lock), write it if it changed, carry out
+    its actions (which may apply further events); returns the latest record."""
+    done = transition(rec, event)
+    new = done.record
+    if new.model_dump_json() != rec.model_dump_json():
+        _save(store, new)
+    for action in done.actions:
+        if isinstance(action, SubmitTrials):
+            new = _submit_trials(store, settings, new, list(action.indexes))
+        elif isinstance(action, StopTrial):
+            stop_trial(store, settings, action.job, action.rung, action.metric)
+        elif isinstance(action, CancelJob):
+            try:
+                submit.cancel(store, action.job, settings)
+            except Conflict:  # it finished meanwhile
+                pass
+        elif isinstance(action, Ended):
+            store.r.srem(ACTIVE_SWEEPS, new.id)
+    if done.event:
+        store.emit(done.event, sweep=new.id, status=new.status.value)
+    return new
 
 
 def trial_name(rec: SweepRecord, index: int) -> str:
     return f"{rec.name} #{index + 1}"[:200]
 
 
-def _adopt(store: JobStore, rec: SweepRecord, jobs: dict[str, JobRecord]) -> None:
-    """Trials marked ``submitting`` whose process died before recording the job: find the job
-    (same sweep, same name) or submit again."""
-    stuck = [i for i, t in enumerate(rec.trials) if t.state == "submitting"]
-    if not stuck:
-        return
+def _orphans(store: JobStore, rec: SweepRecord) -> dict[int, str]:
+    """The jobs that trials left ``submitting`` by a dead submitter made (same sweep, name and
+    parameters), by trial index."""
     known = set(rec.job_ids())
     orphans = [r for r in store.all() if r.sweep == rec.id and r.id not in known]
-    for i in stuck:
-        match = next((r for r in orphans if r.name == trial_name(rec, i) and r.parameters == rec.trials[i].parameters),
-                     None)
+    found = {}
+    for i, trial in enumerate(rec.trials):
+        if trial.state is not TrialState.SUBMITTING:
+            continue
+        match = next((r for r in orphans if r.name == trial_name(rec, i) and r.parameters == trial.parameters), None)
         if match is not None:
-            rec.trials[i].job, rec.trials[i].state = match.id, "submitted"
-            jobs[match.id] = match
+            found[i] = match.id
             orphans.remove(match)
-        else:
-            rec.trials[i].state = "pending"
+    return found
 
 
-def _submit_trials(store: JobStore, settings: Settings, rec: SweepRecord, indexes: list[int]) -> list[JobRecord]:
-    """Submit the trials ``indexes`` in one step (:func:`nbrunner.control.submit.submit_many`); if one
-    of them cannot run, each is submitted alone, so that only that one is skipped."""
-    if len(indexes) < 2:
-        return [job for i in indexes if (job := _submit_trial(store, settings, rec, i)) is not None]
+def _submit_trials(store: JobStore, settings: Settings, rec: SweepRecord, indexes: list[int]) -> SweepRecord:
+    """Make the jobs of the trials ``indexes`` (already written as submitting: a crash now is
+    recovered, never a double submit) in one step (:func:`nbrunner.control.submit.submit_many`);
+    if one of them cannot run, each is submitted alone, so that only that one is skipped."""
+    if len(indexes) >= 2:
+        try:
+            created = submit.submit_many(store, settings, [_trial_request(settings, rec, i) for i in indexes],
+                                         owner=rec.owner, groups=rec.groups)
+        except NbrunnerError:
+            created = None
+        if created is not None:
+            for job in created:
+                _use_snapshot(settings, rec.id, job.id)
+            return _apply(store, settings, rec, TrialsSubmitted(jobs={i: j.id for i, j in zip(indexes, created)}))
     for i in indexes:
-        rec.trials[i].state = "submitting"
-    _save(store, rec)  # before the jobs exist: a crash now is repaired by _adopt, never a double submit
-    try:
-        created = submit.submit_many(store, settings, [_trial_request(settings, rec, i) for i in indexes],
-                                     owner=rec.owner, groups=rec.groups)
-    except NbrunnerError:
-        return [job for i in indexes if (job := _submit_trial(store, settings, rec, i)) is not None]
-    for i, job in zip(indexes, created):
+        try:
+            job = submit.submit(store, settings, _trial_request(settings, rec, i), owner=rec.owner, groups=rec.groups)
+        except NbrunnerError as exc:  # e.g. the notebook was deleted meanwhile: this trial cannot run
+            rec = _apply(store, settings, rec, TrialNotSubmitted(index=i, error=str(exc)))
+            continue
+        # any other error (Redis went away) leaves the trial submitting: the next pass recovers it
         _use_snapshot(settings, rec.id, job.id)
-        rec.trials[i].job, rec.trials[i].state = job.id, "submitted"
-    _save(store, rec)
-    return created
+        rec = _apply(store, settings, rec, TrialsSubmitted(jobs={i: job.id}))
+    return rec
 
 
 def _trial_request(settings: Settings, rec: SweepRecord, index: int) -> dict[str, Any]:
@@ -343,25 +352,6 @@ def _trial_request(settings: Settings, rec: SweepRecord, index: int) -> dict[str
     if rec.from_content:
         request.update(notebook=rec.notebook, content=_snapshot_text(settings, rec.id))
     return request
-
-
-def _submit_trial(store: JobStore, settings: Settings, rec: SweepRecord, index: int) -> JobRecord | None:
-    trial = rec.trials[index]
-    trial.state = "submitting"
-    _save(store, rec)  # before the job exists: a crash now is repaired by _adopt, never a double submit
-    try:
-        job = submit.submit(store, settings, _trial_request(settings, rec, index), owner=rec.owner, groups=rec.groups)
-    except NbrunnerError as exc:  # e.g. the notebook was deleted meanwhile: this trial cannot run
-        trial.state = "skipped"
-        trial.error = str(exc)
-        _save(store, rec)
-        return None
-    # any other error (Redis went away) leaves the trial "submitting": the next pass adopts
-    # the job if it was created, else submits it again
-    _use_snapshot(settings, rec.id, job.id)
-    trial.job, trial.state = job.id, "submitted"
-    _save(store, rec)
-    return job
 
 
 def _snapshot_text(settings: Settings, sweep_id: str) -> str:
@@ -388,38 +378,7 @@ def _use_snapshot(settings: Settings, sweep_id: str, job_id: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# early stopping
-
-
-def _early_stopping(store: JobStore, settings: Settings, rec: SweepRecord, spec: SweepSpec,
-                    jobs: dict[str, JobRecord]) -> None:
-    es = spec.early_stopping
-    metric, mode = spec.objective.metric, spec.objective.mode
-    top = max(es.rungs)
-    for t in rec.trials:  # refresh the values of trials that may still report
-        job = jobs.get(t.job) if t.job else None
-        if job is None or len(t.values) >= top or t.values_final or job.status == "queued":
-            continue
-        t.values = reported_values(settings.job_dir(t.job), metric, top)
-        t.values_final = job.finished
-    for t in rec.trials:
-        job = jobs.get(t.job) if t.job else None
-        if job is None or job.status not in ("queued", "running") or job.cancel_requested:
-            continue
-        reached = [r for r in es.rungs if len(t.values) >= r]
-        if not reached:
-            continue
-        rung = reached[-1]
-        if str(rung) in t.decisions:
-            continue
-        peers = [o.values[rung - 1] for o in rec.trials if len(o.values) >= rung]
-        decision = rung_decision(t.values[rung - 1], peers, es.reduction_factor, mode)
-        if decision is None:
-            continue  # not enough trials at this rung yet: keep running
-        t.decisions[str(rung)] = decision
-        if decision == "stopped":
-            stop_trial(store, settings, t.job, rung, metric)
-            jobs[t.job] = store.get(t.job)
+# early stopping, cancelling
 
 
 def stop_trial(store: JobStore, settings: Settings, job_id: str, rung: int, metric: str | None = None) -> None:
@@ -441,29 +400,16 @@ def stop_trial(store: JobStore, settings: Settings, job_id: str, rung: int, metr
 
 def cancel_sweep(store: JobStore, sweep_id: str, settings: Settings | None = None) -> SweepRecord:
     """Cancel the trials not submitted yet and every unfinished trial job."""
-    lock = _Lock(store, sweep_id)
+    lock = _lock(store, sweep_id)
     if not lock.acquire(wait=SWEEP_LOCK_WAIT_S):
         raise Conflict(f"sweep {sweep_id} is busy, try again")
     try:
         rec = get_record(store, sweep_id)
         if rec.finished:
-            raise Conflict(f"sweep {sweep_id} is already {rec.status}")
-        for t in rec.trials:
-            if t.state in ("pending", "submitting") and not t.job:
-                t.state = "cancelled"
-        for job in jobs_of(store, rec.job_ids()).values():
-            if not job.finished:
-                try:
-                    submit.cancel(store, job.id, settings)
-                except Conflict:
-                    pass
-        rec.status, rec.finished_at = "cancelled", utcnow()
-        _save(store, rec)
-        store.r.srem(ACTIVE_SWEEPS, sweep_id)
+            raise Conflict(f"sweep {sweep_id} is already {rec.status.value}")
+        return _apply(store, settings, rec, Cancel(at=utcnow(), jobs=_seen(store, rec)))
     finally:
         lock.release()
-    store.emit("sweep", sweep=sweep_id, status="cancelled")
-    return rec
 
 
 def sweep_ids(store: JobStore) -> list[str]:

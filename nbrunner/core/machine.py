@@ -2,17 +2,22 @@
 -> Transition(record, actions, event)`` that refuses what is illegal in the record's state.
 
 A kind of record (a job: :mod:`nbrunner.core.lifecycle`; a pipeline:
-:mod:`nbrunner.core.pipelines.lifecycle`; sweeps and schedules may follow) declares its events
-(frozen msgspec structs), its actions (the instructions other code carries out) and one handler
-per event type; :class:`Machine` dispatches an event to its handler.  Handlers return a
+:mod:`nbrunner.core.pipelines.lifecycle`; a sweep: :mod:`nbrunner.core.sweeps.lifecycle`, and
+one of its trials: :mod:`nbrunner.core.sweeps.trial_lifecycle`; a schedule:
+:mod:`nbrunner.core.schedule_lifecycle`) declares its events (frozen msgspec structs), its actions
+(the instructions other code carries out) and one handler per event type; :class:`Machine`
+dispatches an event to its handler.  Records are frozen msgspec structs or frozen pydantic models;
+:func:`replace` copies either with changes.  Handlers return a
 :class:`Transition` and raise :class:`~nbrunner.core.lifecycle.Refused` (a Conflict) for an
 event that is not legal; they never do I/O and never read the clock (events carry their time).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, Iterable, TypeVar
 
 import msgspec
+
+from .fence import Refused
 
 R = TypeVar("R")
 
@@ -44,9 +49,30 @@ class Machine(Generic[R]):
             raise TypeError(f"not a {self.kind} event: {event!r}")
         return handler(record, event)
 
+    def allows(self, record: R, event: Any) -> bool:
+        """Whether ``event`` is legal for ``record`` (the transition is computed and dropped)."""
+        try:
+            self(record, event)
+        except Refused:
+            return False
+        return True
+
+    def fold(self, record: R, events: Iterable[Any]) -> Transition[R]:
+        """``events`` applied in turn: the last record, every action in order, the last
+        event-stream kind given; Refused by the first illegal event."""
+        actions: list[Any] = []
+        kind = ""
+        for event in events:
+            done = self(record, event)
+            record, actions, kind = done.record, [*actions, *done.actions], done.event or kind
+        return Transition(record, tuple(actions), kind)
+
 
 def replace(record: R, **changes: Any) -> R:
-    """``record`` (a frozen msgspec struct) with ``changes``."""
+    """``record`` (a frozen msgspec struct or pydantic model) with ``changes``."""
+    copy = getattr(record, "model_copy", None)
+    if copy is not None:  # pydantic: the changes are the transition's own values, not input to validate
+        return copy(update=changes)
     return msgspec.structs.replace(record, **changes)
 
 

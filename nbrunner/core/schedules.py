@@ -5,14 +5,15 @@ A schedule runs a notebook on a clock: ``cron`` (5 fields, or ``@hourly``, ``@da
 N seconds (fire times ``created_at + k*N``).  Exactly one of the two is set.
 
 Pure: no Redis here.  :func:`next_fire` gives the first fire time strictly after a moment;
-the caller (:mod:`nbrunner.control.schedules`) fires a due schedule once and moves
-``next_run_at`` to the next fire time after *now*, so fire times missed while no scheduler
-ran give one run, not one per missed time.
+firing a due schedule (:mod:`nbrunner.core.schedule_lifecycle`, carried out by
+:mod:`nbrunner.control.schedules`) moves ``next_run_at`` to the next fire time after *now*, so
+fire times missed while no scheduler ran give one run, not one per missed time.
 """
 from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta, timezone
+from enum import Enum
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -160,10 +161,21 @@ class ScheduleSpec(BaseModel):
         return spec
 
 
-class ScheduleRecord(BaseModel):
-    """A schedule as stored in Redis (the public fields plus bookkeeping)."""
+class ScheduleState(str, Enum):
+    """A schedule is ``active`` (it has a next fire time) or ``paused`` (it has none); not stored:
+    the record's ``paused`` says which."""
 
-    model_config = ConfigDict(extra="ignore")
+    ACTIVE = "active"
+    PAUSED = "paused"
+
+    __str__ = str.__str__
+
+
+class ScheduleRecord(BaseModel):
+    """A schedule as stored in Redis (the public fields plus bookkeeping); immutable, changed only
+    by :mod:`nbrunner.core.schedule_lifecycle`."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     id: str
     name: str
@@ -188,6 +200,10 @@ class ScheduleRecord(BaseModel):
     last_job: str | None = None  # the id of the latest run (overlap=skip looks at it)
     last_error: str | None = None  # why the latest fire time gave no run, if it did not
     pipeline: str | None = None  # a schedule of a pipeline: its name (runs are pipelines, last_job the latest)
+
+    @property
+    def state(self) -> ScheduleState:
+        return ScheduleState.PAUSED if self.paused else ScheduleState.ACTIVE
 
     def spec(self) -> ScheduleSpec:
         return ScheduleSpec.parse({k: getattr(self, k) for k in ScheduleSpec.model_fields})

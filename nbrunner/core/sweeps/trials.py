@@ -1,14 +1,12 @@
-"""Trials: the grid points of a spec (in the order written) times ``generate`` random draws,
-and the sweep's record of what became of each trial."""
+"""Trials: the grid points of a spec (in the order written) times ``generate`` random draws
+(the records of a sweep and its trials: :mod:`.record`)."""
 from __future__ import annotations
 
 import itertools
 import math
 from typing import Any
 
-from pydantic import BaseModel, Field
-
-from ..models import utcnow
+from .record import SweepRecord, SweepStatus, Trial, TrialState  # noqa: F401 - where they used to live
 from .spec import SweepSpec, parse_spec
 
 
@@ -52,37 +50,4 @@ def generate_trials(spec: SweepSpec | Any, seed: int | None = None) -> list[dict
     return trials
 
 
-class Trial(BaseModel):
-    parameters: dict[str, Any]
-    state: str = "pending"  # pending, submitting, submitted, skipped (could not be submitted), cancelled
-    job: str | None = None
-    error: str | None = None
-    values: list[float | None] = Field(default_factory=list)  # objective per report, up to the last rung
-    values_final: bool = False  # read after the job finished: nothing more will come
-    decisions: dict[str, str] = Field(default_factory=dict)  # rung -> "continue" | "stopped"
-
-
-class SweepRecord(BaseModel):
-    id: str
-    notebook: str  # relative to the workspace (as given, when it came as content)
-    name: str
-    spec: dict[str, Any]
-    trials: list[Trial]
-    options: dict[str, Any] = Field(default_factory=dict)  # job fields given to every trial
-    owner: str = ""
-    groups: list[str] = Field(default_factory=list)  # the owner's groups (a hub's), given to each trial
-    from_content: bool = False  # the notebook came with the request: trials run the snapshot, ``notebook`` names it
-    created_at: str = Field(default_factory=utcnow)
-    finished_at: str | None = None
-    status: str = "running"  # running, completed, cancelled
-
-    @property
-    def parsed(self) -> SweepSpec:
-        return SweepSpec.model_validate(self.spec)
-
-    @property
-    def finished(self) -> bool:
-        return self.status in ("completed", "cancelled")
-
-    def job_ids(self) -> list[str]:
-        return [t.job for t in self.trials if t.job]
+__all__ = ["generate_trials", "SweepRecord", "Trial", "TrialState", "SweepStatus"]
