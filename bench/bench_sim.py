@@ -27,7 +27,7 @@ the workload's rows, the policy, the settings, the constants and a digest of the
 and simulator's source, so unchanged runs are not simulated twice.
 
 Run: ``python bench/bench_sim.py [--sensitivity [NAME,...]] [--test-seeds S1,S2,...] [--gpus 64]
-[--restart-pause 30] [--interval 60]``.
+[--restart-pause 30] [--interval 60] [--jobs N]``.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import multiprocessing
 import os
 import secrets
 import sys
@@ -111,8 +112,9 @@ def workload_sets(test_seeds: list[int]) -> dict[str, dict[str, list]]:
 class Runner:
     """Runs (workload, policy) pairs through the simulator, with the cache."""
 
-    def __init__(self, gpus: int = 64, restart_pause: float = 30.0, interval: float = 60.0):
+    def __init__(self, gpus: int = 64, restart_pause: float = 30.0, interval: float = 60.0, jobs: int = 1):
         self.settings = {"gpus": gpus, "restart_pause": restart_pause, "interval": interval}
+        self.jobs = max(1, jobs)  # processes simulating the runs not in the cache
         digest, base = hashlib.sha1(), hashlib.sha1()  # base: without the goodput policy's own module
         for src in SOURCES:
             digest.update((ROOT / src).read_bytes())
@@ -122,23 +124,36 @@ class Runner:
         self.cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}
         self.simulated = 0
 
-    def metrics(self, jobs: list, policy: str) -> dict:
+    def key(self, jobs: list, policy: str) -> str:
+        """The cache key of one run: the workload's rows, the policy, the settings, goodput's constants, the code."""
         ours = policy.startswith("goodput")  # the baselines do not read goodput's module or constants
-        consts = {k: getattr(goodput_module, k) for k in SENSITIVITY if hasattr(goodput_module, k)} if ours else {}
+        consts = _constants() if ours else {}
         rows = [(j.name, j.submit, j.app, j.replicas, j.batch) for j in jobs]
         code = self.code if ours else self.base_code
-        key = hashlib.sha1(json.dumps([rows, policy, self.settings, consts, code], default=str).encode()).hexdigest()
+        return hashlib.sha1(json.dumps([rows, policy, self.settings, consts, code], default=str).encode()).hexdigest()
+
+    def metrics(self, jobs: list, policy: str) -> dict:
+        key = self.key(jobs, policy)
         if key not in self.cache:
-            base = policy.removesuffix("+adapt")
-            res = simulate(jobs, self.settings["gpus"], base, restart_pause=self.settings["restart_pause"],
-                           interval=self.settings["interval"], adaptive_batch=policy.endswith("+adapt"))
-            self.cache[key] = res.metrics()
+            self.cache[key] = _simulate((jobs, policy, self.settings, _constants()))
             self.simulated += 1
             if self.simulated % 5 == 0:  # a long run that is stopped keeps most of its work
                 self.save()
         return self.cache[key]
 
     def run_set(self, workloads: dict[str, list], policies=POLICIES) -> dict:
+        if self.jobs > 1:  # the missing runs in parallel processes (each with the constants of this moment)
+            todo = {self.key(jobs, p): (jobs, p, self.settings, _constants())
+                    for w, jobs in workloads.items() for p in policies}
+            todo = {k: v for k, v in todo.items() if k not in self.cache}
+            if todo:
+                with multiprocessing.get_context("fork").Pool(self.jobs) as pool:
+                    for k, m in zip(todo, pool.imap(_simulate, todo.values())):
+                        self.cache[k] = m
+                        self.simulated += 1
+                        if self.simulated % 5 == 0:
+                            self.save()
+                self.save()
         return {(w, p): self.metrics(jobs, p) for w, jobs in workloads.items() for p in policies}
 
     def save(self) -> None:
@@ -150,6 +165,21 @@ class Runner:
         tmp = CACHE.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(self.cache))
         tmp.replace(CACHE)
+
+
+def _constants() -> dict:
+    """goodput's constants of :data:`SENSITIVITY`, as they are now."""
+    return {k: getattr(goodput_module, k) for k in SENSITIVITY if hasattr(goodput_module, k)}
+
+
+def _simulate(task: tuple) -> dict:
+    """One run's metrics (``task``: jobs, policy, settings, goodput's constants); in a worker process too."""
+    jobs, policy, settings, consts = task
+    for k, v in consts.items():
+        setattr(goodput_module, k, v)
+    res = simulate(jobs, settings["gpus"], policy.removesuffix("+adapt"), restart_pause=settings["restart_pause"],
+                   interval=settings["interval"], adaptive_batch=policy.endswith("+adapt"))
+    return res.metrics()
 
 
 @contextlib.contextmanager
@@ -261,13 +291,13 @@ def _fmt(v) -> str:
 
 
 def run(verbose: bool = True, gpus: int = 64, restart_pause: float = 30.0, interval: float = 60.0,
-        test_seeds: list[int] | None = None, with_sensitivity: bool | list[str] = False) -> list[dict]:
+        test_seeds: list[int] | None = None, with_sensitivity: bool | list[str] = False, jobs: int = 1) -> list[dict]:
     """Rows {benchmark, value, baseline, ratio, goal, ok}; prints the per-workload tables if verbose."""
     seeds = list(test_seeds) if test_seeds else fresh_test_seeds()
     if verbose:
         print(f"test seeds: {','.join(map(str, seeds))}", flush=True)
     sets = workload_sets(seeds)
-    runner = Runner(gpus, restart_pause, interval)
+    runner = Runner(gpus, restart_pause, interval, jobs)
     t = time.perf_counter()
     tuning = runner.run_set(sets["tuning"])
     test = runner.run_set(sets["test"])
@@ -320,7 +350,8 @@ if __name__ == "__main__":
                     f"({TEST_SEEDS_PER_PROCESS * len(ARRIVALS)}: the arrival processes in turn)")
     ap.add_argument("--sensitivity", nargs="?", const="all", metavar="NAMES",
                     help="also print the constants' sensitivity table (NAMES: only these constants, comma-separated)")
+    ap.add_argument("--jobs", type=int, default=1, help="processes simulating the runs not cached (default 1)")
     a = ap.parse_args()
     seeds = [int(s) for s in a.test_seeds.split(",")] if a.test_seeds else None
     sens = a.sensitivity == "all" or (a.sensitivity.split(",") if a.sensitivity else False)
-    print(format_rows(run(True, a.gpus, a.restart_pause, a.interval, seeds, sens)))
+    print(format_rows(run(True, a.gpus, a.restart_pause, a.interval, seeds, sens, a.jobs)))
