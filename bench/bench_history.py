@@ -26,7 +26,7 @@ GOAL_P99_S = 0.050
 def fill(store, n: int, seed: int = 0, owners: tuple[str, ...] = ("alice", "bob", "carol", "dan")) -> float:
     """Write ``n`` finished job records (of ``owners``); returns the seconds it took."""
     from nbrunner.control.submit import new_id
-    from nbrunner.core.indexes import index_status
+    from nbrunner.control.job_write import index_status
     from nbrunner.core.keys import JOBS, job_key
     from nbrunner.core.models import JobRecord
 

@@ -30,6 +30,7 @@ from ..core.models import check_content_name, parse_time
 from ..core.schedules import EDITABLE, ScheduleRecord, ScheduleSpec, is_due, iso, next_fire
 from .store import JobStore
 from . import submit
+from .record_lock import optimistic
 
 log = logging.getLogger("nbrunner.schedules")
 
@@ -157,25 +158,17 @@ def list_schedules(store: JobStore) -> list[ScheduleRecord]:
 
 
 def _change(store: JobStore, schedule_id: str, change: Callable[[ScheduleRecord], bool | None]) -> ScheduleRecord | None:
-    """Apply ``change`` atomically (WATCH/MULTI); it returns False to write nothing (-> None)."""
+    """Apply ``change`` atomically (:func:`~nbrunner.control.record_lock.optimistic`); it returns
+    False to write nothing (-> None)."""
     key = schedule_key(schedule_id)
-    with store.r.pipeline() as p:
-        while True:
-            try:
-                p.watch(key)
-                rec = _load(schedule_id, p.get(key))
-                if change(rec) is False:
-                    p.reset()
-                    return None
-                p.multi()
-                p.set(key, rec.model_dump_json())
-                p.execute()
-                return rec
-            except redis.WatchError:
-                continue
-            except BaseException:
-                p.reset()
-                raise
+
+    def step(p) -> tuple[ScheduleRecord | None, Callable | None]:
+        rec = _load(schedule_id, p.get(key))
+        if change(rec) is False:
+            return None, None
+        return rec, lambda q: q.set(key, rec.model_dump_json())
+
+    return optimistic(store.r, [key], step)
 
 
 def update_schedule(store: JobStore, settings: Settings, schedule_id: str, changes: dict[str, Any],

@@ -28,7 +28,7 @@ def history(lab: Lab) -> dict:
     """5,000 finished jobs written straight into the cluster's Redis, as the store files them: three
     owners, the three end states, a schedule's runs, a sweep's trials."""
     from nbrunner.control.submit import new_id
-    from nbrunner.core.indexes import index_status
+    from nbrunner.control.job_write import index_status
     from nbrunner.core.keys import JOBS, job_key
     from nbrunner.core.models import JobRecord
 
