@@ -87,6 +87,41 @@ def test_one_optimistic_lock_loop():
     assert found == {}, f"WATCH/MULTI loops outside {LOOP}: {found}"
 
 
+@pytest.mark.parametrize("state", ["waiting", "dispatched", "running", "preempting", "completed/stopping",
+                                   "cancelled/ended"])
+def test_what_a_job_and_its_holdings_cause_leaves_nothing_to_carry_out(state):
+    """The job's own events (a job's processes apply them with ``JobStore.transition``) and the
+    slots it holds (``grants.sync_slots``) change only the record: nothing for ``actions`` after
+    the write.  A dispatch's SyncSlots and a FreeSlots are done in the write, never after it."""
+    from nbrunner.control.job_channel import JOB_EVENTS
+    from nbrunner.control.job_write import transition_write
+    from nbrunner.core.lifecycle import Refused, SlotsHeld, SyncSlots, FreeSlots, transition
+    from tests.core.test_lifecycle import at_state, events
+
+    rec = at_state(state)
+    own = [e for e in events().values() if type(e) in JOB_EVENTS.values()]
+    assert len(own) == len(JOB_EVENTS)
+    for event in [*own, SlotsHeld(slots=(("h", 0), ("h", 1))), SlotsHeld(slots=())]:
+        try:
+            done = transition(rec, event)
+        except Refused:
+            continue
+        out, _ = transition_write(rec, done, held=lambda: [], score=lambda: 0.0)
+        assert out.actions == (), (state, event, out.actions)
+    for event in events().values():  # no action left to carry out changes the record
+        try:
+            done = transition(rec, event)
+        except Refused:
+            continue
+        if done.record is None:
+            continue
+        out, w = transition_write(rec, done, held=lambda: [("h", 3)], score=lambda: 0.0)
+        assert not any(isinstance(a, SyncSlots) for a in out.actions)
+        if any(isinstance(a, (SyncSlots, FreeSlots)) for a in done.actions):
+            assert w is not None and w.record == out.record
+            assert out.record.slots == ([["h", 3]] if any(isinstance(a, SyncSlots) for a in done.actions) else [])
+
+
 # ---- on a real Redis ---------------------------------------------------------------------------
 
 @pytest.fixture
