@@ -11,6 +11,7 @@ taken back (``FreeSlots``).
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -37,10 +38,10 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))}
 
 
-def job_key_writes(source: str) -> list[int]:
+def job_key_writes(source: str | ast.AST) -> list[int]:
     """The lines of ``source`` that write a job's key: a write command whose arguments name one of
     :data:`JOB_KEYS`, directly or through a variable assigned from one (in the same module)."""
-    tree = ast.parse(source)
+    tree = ast.parse(source) if isinstance(source, str) else source
     keyish = set(JOB_KEYS)
     for node in ast.walk(tree):  # key = job_key(job_id); p.set(key, ...)
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _names(node.value) & JOB_KEYS:
@@ -54,17 +55,19 @@ def job_key_writes(source: str) -> list[int]:
     return out
 
 
-def watch_loops(source: str) -> list[int]:
+def watch_loops(source: str | ast.AST) -> list[int]:
     """The lines of ``source`` that WATCH keys or catch ``WatchError`` (an optimistic-lock loop)."""
-    tree = ast.parse(source)
+    tree = ast.parse(source) if isinstance(source, str) else source
     return [n.lineno for n in ast.walk(tree)
             if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "watch")
             or (isinstance(n, ast.ExceptHandler) and n.type is not None and "WatchError" in _names(n.type))]
 
 
-def _sources():
-    for path in sorted(PACKAGE.rglob("*.py")):
-        yield path.relative_to(PACKAGE.parent).as_posix(), path.read_text()
+@lru_cache(maxsize=None)
+def _trees() -> tuple[tuple[str, ast.AST], ...]:
+    """Every module of the package, parsed once for both checks."""
+    return tuple((path.relative_to(PACKAGE.parent).as_posix(), ast.parse(path.read_text()))
+                 for path in sorted(PACKAGE.rglob("*.py")))
 
 
 def test_the_checks_see_a_write_of_a_job_key():
@@ -77,13 +80,13 @@ def test_the_checks_see_a_write_of_a_job_key():
 
 
 def test_only_the_write_path_writes_a_job_key():
-    found = {name: lines for name, text in _sources() if name != WRITER and (lines := job_key_writes(text))}
+    found = {name: lines for name, tree in _trees() if name != WRITER and (lines := job_key_writes(tree))}
     assert found == {}, f"job keys written outside {WRITER}: {found}"
-    assert job_key_writes((PACKAGE.parent / WRITER).read_text())  # the checks see its writes
+    assert job_key_writes(dict(_trees())[WRITER])  # the checks see its writes
 
 
 def test_one_optimistic_lock_loop():
-    found = {name: lines for name, text in _sources() if name != LOOP and (lines := watch_loops(text))}
+    found = {name: lines for name, tree in _trees() if name != LOOP and (lines := watch_loops(tree))}
     assert found == {}, f"WATCH/MULTI loops outside {LOOP}: {found}"
 
 
