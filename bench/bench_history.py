@@ -26,8 +26,7 @@ GOAL_P99_S = 0.050
 def fill(store, n: int, seed: int = 0, owners: tuple[str, ...] = ("alice", "bob", "carol", "dan")) -> float:
     """Write ``n`` finished job records (of ``owners``); returns the seconds it took."""
     from nbrunner.control.submit import new_id
-    from nbrunner.core.indexes import index_status
-    from nbrunner.core.keys import JOBS, job_key
+    from nbrunner.control.job_write import JobWrite, queue_write
     from nbrunner.core.models import JobRecord
 
     rng = random.Random(seed)
@@ -49,9 +48,7 @@ def fill(store, n: int, seed: int = 0, owners: tuple[str, ...] = ("alice", "bob"
                 metrics={"loss": rng.random(), "accuracy": rng.random()} if status != "cancelled" else {},
                 error="ValueError: diverged" if status == "failed" else None, attempt=1, worker=f"host.{i % 7}",
             )
-            p.set(job_key(rec.id), rec.to_json())
-            p.zadd(JOBS, {rec.id: created})
-            index_status(p, rec, created)
+            queue_write(p, JobWrite(rec.id, rec, score=created, new=True))  # as the store files a job
             if i % 2000 == 1999:
                 p.execute()
         p.execute()

@@ -2,7 +2,9 @@
 
 :func:`advance` applies an event to a job's record (atomically, in the store) and then does
 what the transition returned: render ``output.html`` (before the record is written), give back
-or publish slots, hand the job to rq, stop or forget its rq job.  Every change of a job's
+or publish slots, hand the job to rq, stop or forget its rq job.  None of them writes the record:
+what changes only the record (``SyncSlots``, ``AppendTimeline``) is done in the transition's own
+write (:mod:`nbrunner.control.job_write`).  Every change of a job's
 life in the control, execution and server layers goes through here.
 """
 from __future__ import annotations
@@ -48,13 +50,11 @@ def carry_out(store: JobStore, job_id: str, actions: tuple[Action, ...], setting
         if action.before:
             continue
         if isinstance(action, FreeSlots):
-            grants.free_slots(store, job_id, action.reason)
+            grants.give_back(store, job_id, action.reason)
         elif isinstance(action, WriteGrant):
             grants.write_grant(store.r, job_id, action.slots)
-        elif isinstance(action, SyncSlots):
-            grants.sync_slots(store, job_id)
-        elif isinstance(action, AppendTimeline):
-            grants.append_timeline(store.r, job_id, action.gpus)
+        elif isinstance(action, (SyncSlots, AppendTimeline)):
+            raise TypeError(f"{action!r} is done in the record's write (JobStore.transition), not after it")
         elif isinstance(action, Enqueue):
             _enqueue(store, job_id, action)
         elif isinstance(action, ForgetRun):

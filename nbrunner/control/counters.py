@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ..core.config import REQUEST_COUNTS_FLUSH_S
 from ..core.counters import field, observation, request_field
 from ..core.keys import COUNTERS
-from .store import add_counts
+from .job_write import add_counts
 
 if TYPE_CHECKING:
     import redis

@@ -15,19 +15,20 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Iterable
+from typing import Callable, Iterable
 
 import redis
 
 from ..core.config import JOB_ID, REDIS_URL, SLOTLOG_MAXLEN
-from ..core.keys import PREFIX, grant_key, job_key
-from ..core.lifecycle import AppendTimeline, Declare, Refused, SlotsHeld, TrainingOver, fence
-from ..core.models import JobRecord, utcnow
+from ..core.keys import HOLDINGS, PREFIX, grant_key, job_key, timeline_key
+from ..core.lifecycle import Declare, Refused, SlotsHeld, TrainingOver, fence
+from ..core.models import JobRecord
 from ..core.placement import Slot
 from .store import JobStore
 from .job_channel import WorkerChannel, channel_for
+from .job_write import held_slots
+from .record_lock import optimistic
 
-HOLDINGS = PREFIX + "slots"
 SLOTLOG = PREFIX + "slotlog"
 
 
@@ -40,16 +41,12 @@ def parse_slot(name: str) -> Slot:
     return host, int(index)
 
 
-def timeline_key(job_id: str) -> str:
-    return f"{PREFIX}timeline:{job_id}"
-
-
 def holdings(r: redis.Redis) -> dict[Slot, str]:
     return {parse_slot(k): v for k, v in r.hgetall(HOLDINGS).items()}
 
 
 def held_by(r: redis.Redis, job_id: str) -> list[Slot]:
-    return sorted(s for s, j in holdings(r).items() if j == job_id)
+    return held_slots(r, job_id)
 
 
 def read_grant(r: redis.Redis, job_id: str) -> dict:
@@ -87,26 +84,24 @@ def release(r: redis.Redis, job_id: str, slots: Iterable[Slot], reason: str = "r
     names = {slot_name(tuple(slot)): tuple(slot) for slot in slots}
     if not names:
         return []
-    with r.pipeline() as p:
-        while True:
-            try:
-                p.watch(HOLDINGS, *([job_key(job_id)] if attempt is not None else []))
-                held = [n for n, holder in zip(names, p.hmget(HOLDINGS, list(names))) if holder == job_id]
-                if held and attempt is not None and not _owns(p.get(job_key(job_id)), attempt):
-                    held = []
-                if not held:
-                    p.reset()
-                    return []
-                p.multi()
-                p.hdel(HOLDINGS, *held)
-                now = time.time()
-                for name in held:
-                    p.xadd(SLOTLOG, {"t": now, "job": job_id, "slot": name, "action": reason},
-                           maxlen=SLOTLOG_MAXLEN, approximate=True)
-                p.execute()
-                return [names[n] for n in held]
-            except redis.WatchError:
-                continue
+
+    def step(p) -> tuple[list[Slot], Callable | None]:
+        held = [n for n, holder in zip(names, p.hmget(HOLDINGS, list(names))) if holder == job_id]
+        if held and attempt is not None and not _owns(p.get(job_key(job_id)), attempt):
+            held = []
+        if not held:
+            return [], None
+
+        def writes(q) -> None:
+            q.hdel(HOLDINGS, *held)
+            now = time.time()
+            for name in held:
+                q.xadd(SLOTLOG, {"t": now, "job": job_id, "slot": name, "action": reason},
+                       maxlen=SLOTLOG_MAXLEN, approximate=True)
+
+        return [names[n] for n in held], writes
+
+    return optimistic(r, [HOLDINGS, *([job_key(job_id)] if attempt is not None else [])], step)
 
 
 def _owns(raw: str | bytes | None, attempt: int) -> bool:
@@ -121,27 +116,28 @@ def _owns(raw: str | bytes | None, attempt: int) -> bool:
 
 
 def sync_slots(store: JobStore, job_id: str) -> None:
-    """Copy the slots the job holds now into its record (``gpus``, ``slots``) and its timeline."""
+    """Copy the slots the job holds now into its record (``gpus``, ``slots``) and its timeline (the
+    ``SlotsHeld`` transition, read and written in one step)."""
     try:
-        done = store.transition(job_id, SlotsHeld(slots=tuple(held_by(store.r, job_id))))
+        store.transition(job_id, lambda rec: SlotsHeld(slots=tuple(held_by(store.r, job_id))))
     except Refused:  # it ended meanwhile: the scheduler gives back what it still holds
         return
-    for action in done.actions:
-        if isinstance(action, AppendTimeline):
-            append_timeline(store.r, job_id, action.gpus)
 
 
-def free_slots(store: JobStore, job_id: str, reason: str) -> None:
-    """Give back every slot the job holds, publish an empty grant and note it in the record."""
+def give_back(store: JobStore, job_id: str, reason: str, note: bool = False) -> None:
+    """Give back every slot the job holds and publish an empty grant: the ``FreeSlots`` action (its
+    transition noted in the record that the job holds none); ``note``: note it in the record now."""
     freed = release(store.r, job_id, held_by(store.r, job_id), reason=reason)
     write_grant(store.r, job_id, [])
-    sync_slots(store, job_id)
+    if note:
+        sync_slots(store, job_id)
     if freed:  # the record said so already (no event of its own): the scheduler and the cluster's views learn it now
         store.emit("slots_freed", released=job_id)
 
 
-def append_timeline(r: redis.Redis, job_id: str, gpus: int) -> None:
-    r.rpush(timeline_key(job_id), json.dumps({"t": utcnow(), "gpus": gpus}))
+def free_slots(store: JobStore, job_id: str, reason: str) -> None:
+    """Give back every slot the job holds, publish an empty grant and note it in the record."""
+    give_back(store, job_id, reason, note=True)
 
 
 def timeline(r: redis.Redis, job_id: str) -> list[dict]:

@@ -15,12 +15,11 @@ from typing import Any
 
 import redis
 
-from ..core.config import EVENTS_MAXLEN
 from ..core.errors import one_line
-from ..core.indexes import index_status
-from ..core.keys import ACTIVE, EVENTS, JOBS, PREFIX, job_key
+from ..core.keys import JOBS, PREFIX
 from ..core.lifecycle import Quarantine, Refused, Transition, submitted, transition
 from ..core.models import JobRecord, parse_time, utcnow
+from .job_write import JobWrite, write_job
 
 QUARANTINE = PREFIX + "quarantine:"
 log = logging.getLogger("nbrunner.quarantine")
@@ -76,25 +75,17 @@ def quarantine_unreadable(store: Any, job_id: str, raw: str, exc: BaseException)
     """Replace the unreadable record ``raw`` of ``job_id`` in ``store`` (a ``JobStore``), unless it changed meanwhile."""
     error = f"quarantined: the job record could not be read ({_cause(exc)})"
     rec = replacement(job_id, raw, error, utcnow())
-    key = job_key(job_id)
-    try:
-        with store.r.pipeline() as p:
-            p.watch(key)
-            if p.get(key) != raw:
-                p.reset()
-                return rec
-            score = p.zscore(JOBS, job_id) or time.time()
-            p.multi()
-            p.set(quarantine_key(job_id), raw)
-            p.set(key, rec.to_json())
-            index_status(p, rec, score)
-            p.sadd(ACTIVE, job_id)  # the scheduler frees whatever it held
-            p.xadd(EVENTS, {"type": "quarantined", "job": job_id, "status": rec.status.value},
-                   maxlen=EVENTS_MAXLEN, approximate=True)
-            p.execute()
+
+    def decide(p: Any, now: str | None) -> tuple[bool, JobWrite | None]:
+        if now != raw:
+            return False, None
+        return True, JobWrite(job_id, rec, entries=[{"type": "quarantined", "job": job_id, "status": rec.status.value}],
+                              score=p.zscore(JOBS, job_id) or time.time(),
+                              active=True,  # the scheduler frees whatever it held
+                              keep={quarantine_key(job_id): raw})
+
+    if write_job(store.r, job_id, decide):
         log.warning("job %s quarantined: %s", job_id, error)
-    except redis.WatchError:
-        pass
     return rec
 
 
@@ -109,13 +100,13 @@ def quarantine_job(store: Any, job_id: str, cause: str) -> Transition | None:
     except redis.RedisError:
         raise
     except Exception as exc:  # noqa: BLE001 - even the transition failed: replace the record outright
-        raw = store.r.get(job_key(job_id)) or "{}"
-        rec = replacement(job_id, raw, f"quarantined: {cause} ({_cause(exc)})", utcnow())
-        store.r.set(quarantine_key(job_id), raw)
-        with store.r.pipeline() as p:
-            p.set(job_key(job_id), rec.to_json())
-            index_status(p, rec, store.r.zscore(JOBS, job_id) or time.time())
-            p.execute()
-        done = Transition(rec)
+
+        def decide(p: Any, raw: str | None) -> tuple[JobRecord, JobWrite]:
+            raw = raw or "{}"
+            rec = replacement(job_id, raw, f"quarantined: {cause} ({_cause(exc)})", utcnow())
+            return rec, JobWrite(job_id, rec, score=p.zscore(JOBS, job_id) or time.time(),
+                                 keep={quarantine_key(job_id): raw})
+
+        done = Transition(write_job(store.r, job_id, decide))
     log.warning("job %s quarantined: %s", job_id, cause)
     return done

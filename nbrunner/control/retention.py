@@ -13,6 +13,7 @@ from ..core.keys import ACTIVE, FINISHED_AT, notify_once_key
 from .quarantine import quarantine_key
 from .store import JobStore
 from .grants import grant_key, timeline_key
+from .job_write import file_finish, forget
 
 log = logging.getLogger("nbrunner.retention")
 
@@ -24,18 +25,15 @@ def expire(store: JobStore, settings: Settings, days: float, now: float | None =
     removed = []
     for job_id in store.r.zrangebyscore(FINISHED_AT, "-inf", cutoff, start=0, num=batch):
         rec = store.find(job_id)
-        if rec is not None and not rec.finished:  # an out-of-date entry: it is filed again when the job ends
-            store.r.zrem(FINISHED_AT, job_id)
-            continue
-        if rec is not None and finish_time(rec) > cutoff:
-            store.r.zadd(FINISHED_AT, {job_id: finish_time(rec)})
+        if rec is not None and (not rec.finished or finish_time(rec) > cutoff):  # an out-of-date entry
+            file_finish(store.r, rec)  # unfinished: filed again when the job ends
             continue
         if rec is not None and store.r.sismember(ACTIVE, job_id):  # the scheduler has yet to free its GPUs
             continue
         shutil.rmtree(settings.job_dir(job_id), ignore_errors=True)  # before the record: no directory is orphaned
         extra = (grant_key(job_id), timeline_key(job_id), notify_once_key("job", job_id))
         if store.remove(job_id, extra) or rec is None:
-            store.r.delete(*extra, quarantine_key(job_id))
+            forget(store.r, (*extra, quarantine_key(job_id)))
             removed.append(job_id)
     if removed:
         log.info("retention: removed %d jobs that finished more than %g days ago", len(removed), days)

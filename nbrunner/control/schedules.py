@@ -36,6 +36,7 @@ from ..core.schedule_lifecycle import Delete, Edit, Fire, Ran, Removed, SubmitRu
 from ..core.schedules import EDITABLE, ScheduleRecord, ScheduleSpec, is_due
 from .store import JobStore
 from . import submit
+from .record_lock import optimistic
 
 log = logging.getLogger("nbrunner.schedules")
 
@@ -157,28 +158,25 @@ def list_schedules(store: JobStore) -> list[ScheduleRecord]:
 
 
 def _apply(store: JobStore, schedule_id: str, event: Any) -> Transition[ScheduleRecord]:
-    """Apply ``event`` to the stored record in one compare-and-set (WATCH/MULTI): the record is
-    written (removed, for a Delete) only if nobody changed it meanwhile, else read and tried again.
+    """Apply ``event`` to the stored record in one compare-and-set
+    (:func:`~nbrunner.control.record_lock.optimistic`): the record is written (removed, for a
+    Delete) only if nobody changed it meanwhile, else read and tried again.
     Raises NotFound, Refused (nothing written) or the transition's InvalidRequest."""
     key = schedule_key(schedule_id)
-    with store.r.pipeline() as p:
-        while True:
-            try:
-                p.watch(key)
-                done = transition(_load(schedule_id, p.get(key)), event)
-                p.multi()
-                if done.record is None:
-                    p.delete(key)
-                    p.zrem(SCHEDULES, schedule_id)
-                else:
-                    p.set(key, done.record.model_dump_json())
-                p.execute()
-                return done
-            except redis.WatchError:
-                continue
-            except BaseException:
-                p.reset()
-                raise
+
+    def step(p: Any) -> tuple[Transition[ScheduleRecord], Any]:
+        done = transition(_load(schedule_id, p.get(key)), event)
+
+        def writes(q: Any) -> None:
+            if done.record is None:
+                q.delete(key)
+                q.zrem(SCHEDULES, schedule_id)
+            else:
+                q.set(key, done.record.model_dump_json())
+
+        return done, writes
+
+    return optimistic(store.r, [key], step)
 
 
 def update_schedule(store: JobStore, settings: Settings, schedule_id: str, changes: dict[str, Any],

@@ -26,11 +26,11 @@ from redis.retry import Retry
 from ..core.config import (EVENTS_MAXLEN, EVENTS_READ_BATCH, PAGE_READ_BATCH, PAGE_SCAN_MAX, REDIS_CONNECT_TIMEOUT_S,
                      REDIS_HEALTH_CHECK_S, REDIS_URL, Settings, redact)
 from ..core.errors import InvalidRequest, NoCluster, NotFound
-from ..core.counters import transition_counts
-from ..core.indexes import finish_time, index_status
-from ..core.keys import ACTIVE, COUNTERS, EVENTS, FINISHED_AT, INDEXED, JOBS, job_key, status_index
+from ..core.keys import EVENTS, INDEXED, JOBS, job_key, status_index
 from ..core.lifecycle import JobEvent, Purge, Transition, submitted, transition
 from ..core.models import STATUSES, JobRecord
+from . import job_write
+from .job_write import JobWrite, transition_write, write_job
 
 INDEX_VERSION = "1"
 
@@ -58,65 +58,6 @@ for i = 1, #items, 2 do
 end
 return out
 """
-
-
-# Create a job in one atomic round trip (with ``appendfsync always``, one fsync): SET the record
-# KEYS[1] to ARGV[1] unless it exists (then 0), then run the commands that follow, each given as
-# its word count and its words (the index moves, the event).
-_CREATE = """
-if not redis.call('set', KEYS[1], ARGV[1], 'NX') then return 0 end
-local i = 2
-while i <= #ARGV do
-  local n = tonumber(ARGV[i])
-  redis.call(unpack(ARGV, i + 1, i + n))
-  i = i + n + 1
-end
-return 1
-"""
-
-
-# Create several jobs in one atomic round trip, all or none: KEYS are their records' keys, ARGV[i]
-# the record of KEYS[i]; nothing is written (0) if any key exists.  The commands that follow the
-# records are given as for _CREATE.
-_CREATE_MANY = """
-for i = 1, #KEYS do
-  if redis.call('exists', KEYS[i]) == 1 then return 0 end
-end
-for i = 1, #KEYS do redis.call('set', KEYS[i], ARGV[i]) end
-local i = #KEYS + 1
-while i <= #ARGV do
-  local n = tonumber(ARGV[i])
-  redis.call(unpack(ARGV, i + 1, i + n))
-  i = i + n + 1
-end
-return 1
-"""
-
-
-class _Commands:
-    """Records the commands :func:`index_status` queues, for the create script."""
-
-    def __init__(self) -> None:
-        self.args: list[Any] = []
-
-    def add(self, *words: Any) -> None:
-        self.args += [len(words), *words]
-
-    def zadd(self, key: str, mapping: dict[str, float]) -> None:
-        for member, score in mapping.items():
-            self.add("zadd", key, score, member)
-
-    def zrem(self, key: str, *members: str) -> None:
-        self.add("zrem", key, *members)
-
-
-def add_counts(p: Any, counts: dict[str, float]) -> None:
-    """Queue, on pipeline ``p``, the increments of the cluster's counters (:mod:`.counters`)."""
-    for name, n in counts.items():
-        if isinstance(n, int):
-            p.hincrby(COUNTERS, name, n)
-        else:
-            p.hincrbyfloat(COUNTERS, name, n)
 
 
 def encode_cursor(score: float, job_id: str) -> str:
@@ -203,8 +144,7 @@ class JobStore:
         self.r = client
         self.url = url
         self._page_script = client.register_script(_PAGE)
-        self._create_script = client.register_script(_CREATE)
-        self._create_many_script = client.register_script(_CREATE_MANY)
+        self._insert_script = client.register_script(job_write.INSERT)
 
     @classmethod
     def from_url(cls, url: str) -> "JobStore":
@@ -216,28 +156,18 @@ class JobStore:
         None if the id is taken."""
         if not record.history:
             record = submitted(record)
-        score = time.time()
-        ops = _Commands()
-        ops.zadd(JOBS, {record.id: score})
-        index_status(ops, record, score)
-        ops.add("sadd", ACTIVE, record.id)
-        ops.add("xadd", EVENTS, "MAXLEN", "~", EVENTS_MAXLEN, "*", "type", "submitted", "job", record.id)
-        created = self._create_script(keys=[job_key(record.id)], args=[record.to_json(), *ops.args])
-        return record if created else None
+        return record if self._insert([record]) else None
 
     def create_many(self, records: list[JobRecord]) -> bool:
         """Store new jobs (each as :meth:`create` stores one) in one atomic step, all or none; False
         (nothing written) if an id is taken."""
-        records = [r if r.history else submitted(r) for r in records]
+        return self._insert([r if r.history else submitted(r) for r in records])
+
+    def _insert(self, records: list[JobRecord]) -> bool:
         score = time.time()
-        ops = _Commands()
-        for i, rec in enumerate(records):  # listed in the order given
-            ops.zadd(JOBS, {rec.id: score + i * 1e-6})
-            index_status(ops, rec, score + i * 1e-6)
-            ops.add("sadd", ACTIVE, rec.id)
-            ops.add("xadd", EVENTS, "MAXLEN", "~", EVENTS_MAXLEN, "*", "type", "submitted", "job", rec.id)
-        keys = [job_key(r.id) for r in records]
-        return bool(self._create_many_script(keys=keys, args=[r.to_json() for r in records] + ops.args))
+        return job_write.insert(self._insert_script, [  # listed in the order given
+            JobWrite(rec.id, rec, entries=[{"type": "submitted", "job": rec.id}], score=score + i * 1e-6, new=True,
+                     active=True) for i, rec in enumerate(records)])
 
     def get(self, job_id: str) -> JobRecord:
         """The record of ``job_id``; NotFound if there is none."""
@@ -363,10 +293,7 @@ class JobStore:
             with self.r.pipeline(transaction=False) as p:
                 for (job_id, score), raw in zip(part, self.r.mget([job_key(i) for i, _ in part])):
                     if raw is not None:  # only adds: a concurrent status change is never undone
-                        rec = self.load(job_id, raw)
-                        p.zadd(status_index(rec.status), {job_id: score})
-                        if rec.finished:
-                            p.zadd(FINISHED_AT, {job_id: finish_time(rec)})
+                        job_write.refile(p, self.load(job_id, raw), score)
                 p.execute()
         self.r.set(INDEXED, INDEX_VERSION)
         return len(ids)
@@ -378,85 +305,52 @@ class JobStore:
         actions: the job directory).  An unreadable record is left to the quarantine."""
         from .quarantine import quarantine_key
 
-        key = job_key(job_id)
-        with self.r.pipeline() as p:
-            while True:
-                try:
-                    p.watch(key)
-                    raw = p.get(key)
-                    if raw is None:
-                        p.reset()
-                        raise NotFound(f"no job {job_id!r}")
-                    rec = self.load(job_id, raw)
-                    done = transition(rec, Purge())
-                    p.multi()
-                    p.delete(key, quarantine_key(job_id), *extra_keys)
-                    p.zrem(JOBS, job_id)
-                    for status in STATUSES:
-                        p.zrem(status_index(status), job_id)
-                    p.zrem(FINISHED_AT, job_id)
-                    p.srem(ACTIVE, job_id)
-                    # the owner: whoever follows the stream learns of the removal (the record is gone)
-                    p.xadd(EVENTS, {"type": done.event, "job": job_id, "owner": rec.owner}, maxlen=EVENTS_MAXLEN,
-                           approximate=True)
-                    p.execute()
-                    return done
-                except redis.WatchError:
-                    continue
+        def decide(p: Any, raw: str | None) -> tuple[Transition, JobWrite]:
+            if raw is None:
+                raise NotFound(f"no job {job_id!r}")
+            rec = self.load(job_id, raw)
+            done = transition(rec, Purge())
+            # the owner: whoever follows the stream learns of the removal (the record is gone)
+            return done, JobWrite(job_id, None, entries=[{"type": done.event, "job": job_id, "owner": rec.owner}],
+                                  drop=(quarantine_key(job_id), *extra_keys))
+
+        return write_job(self.r, job_id, decide)
 
     def transition(self, job_id: str, event: JobEvent | Callable[[JobRecord], JobEvent | None],
                    prepare: Callable[[Transition], None] | None = None) -> Transition | None:
         """Apply ``event`` (or the event ``event(record)`` picks, None: nothing) to the job atomically
-        (optimistic WATCH/MULTI, retried on a concurrent change).
+        (:func:`~nbrunner.control.job_write.write_job`, retried on a concurrent change), with the
+        actions that change only the record done in the same write (``SyncSlots``, ``AppendTimeline``).
 
         Returns the transition, whose after-actions the caller carries out; None if ``event``
         picked nothing.  Raises :class:`~nbrunner.core.lifecycle.Refused` (nothing written) when the
         event is not legal in the record's state, NotFound when there is no record.  ``prepare``
         carries out the transition's before-actions (``output.html``) before the record is written,
         once even if the write is retried."""
-        key = job_key(job_id)
         prepared = False
-        with self.r.pipeline() as p:
-            while True:
-                try:
-                    p.watch(key)
-                    raw = p.get(key)
-                    if raw is None:
-                        p.reset()
-                        raise NotFound(f"no job {job_id!r}")
-                    try:
-                        rec = JobRecord.from_json(raw)
-                    except Exception as exc:  # noqa: BLE001 - quarantined, then changed like any record
-                        p.reset()
-                        from .quarantine import quarantine_unreadable
 
-                        quarantine_unreadable(self, job_id, raw, exc)
-                        continue
-                    picked = event(rec) if callable(event) else event
-                    if picked is None:
-                        p.reset()
-                        return None
-                    done = transition(rec, picked)
-                    if done.record == rec:
-                        p.reset()
-                        return done
-                    if prepare is not None and not prepared and any(a.before for a in done.actions):
-                        prepare(done)
-                        prepared = True
-                    moved = done.record.status != rec.status
-                    score = (p.zscore(JOBS, job_id) or time.time()) if moved else 0.0
-                    p.multi()
-                    p.set(key, done.record.to_json())
-                    if moved:
-                        index_status(p, done.record, score)
-                    if done.event:
-                        p.xadd(EVENTS, {"type": done.event, "job": job_id, "status": done.record.status.value},
-                               maxlen=EVENTS_MAXLEN, approximate=True)
-                    add_counts(p, transition_counts(rec, done.record, done.event))  # counted with the change
-                    p.execute()
-                    return done
-                except redis.WatchError:
-                    continue
+        def decide(p: Any, raw: str | None) -> tuple[Transition | None, JobWrite | None]:
+            nonlocal prepared
+            if raw is None:
+                raise NotFound(f"no job {job_id!r}")
+            try:
+                rec = JobRecord.from_json(raw)
+            except Exception as exc:  # noqa: BLE001 - quarantined, then changed like any record
+                from .quarantine import quarantine_unreadable
+
+                quarantine_unreadable(self, job_id, raw, exc)
+                raise redis.WatchError("quarantined: read it again")
+            picked = event(rec) if callable(event) else event
+            if picked is None:
+                return None, None
+            done, w = transition_write(rec, transition(rec, picked), held=lambda: job_write.held_slots(p, job_id),
+                                       score=lambda: p.zscore(JOBS, job_id) or time.time())
+            if w is not None and prepare is not None and not prepared and any(a.before for a in done.actions):
+                prepare(done)
+                prepared = True
+            return done, w
+
+        return write_job(self.r, job_id, decide)
 
     # ---- events ----------------------------------------------------------------
     def emit(self, kind: str, **data: Any) -> None:

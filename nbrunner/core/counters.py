@@ -7,7 +7,7 @@ field also says ``"b"`` and a bucket index, or ``"s"`` for the sum of its observ
 writers add to them in the same atomic step as the change they count:
 
 - :func:`transition_counts`: what a job's transition adds (applied by
-  :meth:`~nbrunner.control.store.JobStore.transition` in the transaction that writes the record, so
+  :mod:`nbrunner.control.job_write` in the transaction that writes the record, so
   an end is counted once, never twice, and never without its record);
 - :func:`observation`: one observation of a histogram (the scheduler's passes, the ends above);
 - :func:`request_field`: an API request (the handlers, flushed by ``nbrunner.control.counters``).

@@ -1,8 +1,10 @@
 """Every Redis key nbrunner writes, named once: jobs, the scheduler's lease, workers, learners.
 
 All keys live under ``nbrunner:`` so a shared Redis can hold other data.  The modules that
-read and write a key import its name from here; grants keep the holdings and slot log in
-:mod:`nbrunner.control.grants`, the only module that touches them.
+read and write a key import its name from here.  A job's record and what is written with it
+(indexes, event-stream entries, its GPU timeline) are written only by
+:mod:`nbrunner.control.job_write`; the holdings and slot log belong to
+:mod:`nbrunner.control.grants` (the job write path only reads the holdings).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ ACCOUNTS_TIMELINE = PREFIX + "accounts:timeline"  # list of {"t", "gpus": {path:
 RECLAIM = PREFIX + "reclaim"  # hash: job id -> when its GPUs were first asked back (Unix s)
 COUNTERS = PREFIX + "counters"  # hash: the Prometheus counters and histograms (see core.counters)
 RUN_AS_OWNER = PREFIX + "run_as_owner"  # set by the first worker that runs jobs as their owners: then all must
+HOLDINGS = PREFIX + "slots"  # hash "host/index" -> the id of the job holding that slot
 
 
 def runs_key(owner: str, notebook: str) -> str:
@@ -34,6 +37,11 @@ def runs_key(owner: str, notebook: str) -> str:
 def job_key(job_id: str) -> str:
     """The JSON record of one job."""
     return f"{PREFIX}job:{job_id}"
+
+
+def timeline_key(job_id: str) -> str:
+    """A job's GPU count over time: a list of ``{"t", "gpus"}`` (JSON), oldest first."""
+    return f"{PREFIX}timeline:{job_id}"
 
 
 def grant_key(job_id: str) -> str:

@@ -28,8 +28,7 @@ def history(lab: Lab) -> dict:
     """5,000 finished jobs written straight into the cluster's Redis, as the store files them: three
     owners, the three end states, a schedule's runs, a sweep's trials."""
     from nbrunner.control.submit import new_id
-    from nbrunner.core.indexes import index_status
-    from nbrunner.core.keys import JOBS, job_key
+    from nbrunner.control.job_write import JobWrite, queue_write
     from nbrunner.core.models import JobRecord
 
     code, schedule = lab.api("POST", "schedules", {"notebook": "other.ipynb", "cron": "@weekly", "name": "weekly"})
@@ -51,9 +50,7 @@ def history(lab: Lab) -> dict:
                 finished_at=(began + timedelta(seconds=i % 50)).isoformat(timespec="milliseconds"),
                 error="ValueError: diverged" if status == "failed" else None,
                 schedule=schedule["id"] if i % 100 == 0 else None, sweep="swp1" if i % 250 == 7 else None)
-            p.set(job_key(rec.id), rec.to_json())
-            p.zadd(JOBS, {rec.id: created})
-            index_status(p, rec, created)
+            queue_write(p, JobWrite(rec.id, rec, score=created, new=True))  # as the store files a job
         p.execute()
     return {"schedule": schedule["id"]}
 

@@ -1,0 +1,227 @@
+"""One write path for a job record (:mod:`nbrunner.control.job_write`).
+
+The fast tests read the package's source (``ast``, nothing imported): no module but ``job_write``
+writes a job's record, its status indexes, ``nbrunner:jobs``, ``nbrunner:finished`` or its GPU
+timeline, and no module but ``record_lock`` runs a WATCH/MULTI loop.  The slow ones, on a real
+embedded Redis, count the writes of a job's key (keyspace notifications): a dispatch, whose
+transition asks for its held slots to be noted in the record (``SyncSlots``), writes the record
+once, with the same event-stream entries, record and timeline as before; so does a dispatch
+taken back (``FreeSlots``).
+"""
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+import nbrunner
+
+PACKAGE = Path(nbrunner.__file__).parent
+WRITER = "nbrunner/control/job_write.py"
+LOOP = "nbrunner/control/record_lock.py"
+# the names of a job's keys: its record, the listing and status indexes, the finish times, the timeline
+JOB_KEYS = {"job_key", "status_index", "timeline_key", "JOBS", "FINISHED_AT"}
+# redis-py's commands (and a pipeline's) that change a key
+WRITES = {
+    "set", "setnx", "setex", "psetex", "getset", "getdel", "getex", "mset", "msetnx", "delete", "unlink", "rename",
+    "renamenx", "copy", "expire", "expireat", "pexpire", "pexpireat", "persist", "append", "incr", "incrby",
+    "incrbyfloat", "decr", "decrby", "hset", "hsetnx", "hmset", "hdel", "hincrby", "hincrbyfloat", "lpush", "rpush",
+    "lpushx", "rpushx", "lset", "ltrim", "lrem", "lpop", "rpop", "linsert", "lmove", "rpoplpush", "sadd", "srem",
+    "spop", "smove", "zadd", "zrem", "zincrby", "zpopmin", "zpopmax", "zremrangebyscore", "zremrangebyrank",
+    "zremrangebylex", "xadd", "xdel", "xtrim", "restore",
+}
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))}
+
+
+def job_key_writes(source: str | ast.AST) -> list[int]:
+    """The lines of ``source`` that write a job's key: a write command whose arguments name one of
+    :data:`JOB_KEYS`, directly or through a variable assigned from one (in the same module)."""
+    tree = ast.parse(source) if isinstance(source, str) else source
+    keyish = set(JOB_KEYS)
+    for node in ast.walk(tree):  # key = job_key(job_id); p.set(key, ...)
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _names(node.value) & JOB_KEYS:
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                keyish |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITES:
+            if any(_names(a) & keyish for a in [*node.args, *(k.value for k in node.keywords)]):
+                out.append(node.lineno)
+    return out
+
+
+def watch_loops(source: str | ast.AST) -> list[int]:
+    """The lines of ``source`` that WATCH keys or catch ``WatchError`` (an optimistic-lock loop)."""
+    tree = ast.parse(source) if isinstance(source, str) else source
+    return [n.lineno for n in ast.walk(tree)
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "watch")
+            or (isinstance(n, ast.ExceptHandler) and n.type is not None and "WatchError" in _names(n.type))]
+
+
+@lru_cache(maxsize=None)
+def _trees() -> tuple[tuple[str, ast.AST], ...]:
+    """Every module of the package, parsed once for both checks."""
+    return tuple((path.relative_to(PACKAGE.parent).as_posix(), ast.parse(path.read_text()))
+                 for path in sorted(PACKAGE.rglob("*.py")))
+
+
+def test_the_checks_see_a_write_of_a_job_key():
+    assert job_key_writes("r.set(job_key(j), '{}')\n") == [1]
+    assert job_key_writes("key = job_key(j)\nx = 1\np.hset(key, 'a', 1)\n") == [3]
+    assert job_key_writes("p.zadd(status_index(s), {j: 1.0})\np.rpush(keys.timeline_key(j), '{}')\n") == [1, 2]
+    assert job_key_writes("r.get(job_key(j))\nr.set(grant_key(j), '{}')\nr.mget([job_key(i) for i in ids])\n") == []
+    assert watch_loops("with r.pipeline() as p:\n  p.watch(k)\n  try:\n    pass\n  except redis.WatchError:\n"
+                       "    pass\n") == [2, 5]
+
+
+def test_only_the_write_path_writes_a_job_key():
+    found = {name: lines for name, tree in _trees() if name != WRITER and (lines := job_key_writes(tree))}
+    assert found == {}, f"job keys written outside {WRITER}: {found}"
+    assert job_key_writes(dict(_trees())[WRITER])  # the checks see its writes
+
+
+def test_one_optimistic_lock_loop():
+    found = {name: lines for name, tree in _trees() if name != LOOP and (lines := watch_loops(tree))}
+    assert found == {}, f"WATCH/MULTI loops outside {LOOP}: {found}"
+
+
+@pytest.mark.parametrize("state", ["waiting", "dispatched", "running", "preempting", "completed/stopping",
+                                   "cancelled/ended"])
+def test_what_a_job_and_its_holdings_cause_leaves_nothing_to_carry_out(state):
+    """The job's own events (a job's processes apply them with ``JobStore.transition``) and the
+    slots it holds (``grants.sync_slots``) change only the record: nothing for ``actions`` after
+    the write.  A dispatch's SyncSlots and a FreeSlots are done in the write, never after it."""
+    from nbrunner.control.job_channel import JOB_EVENTS
+    from nbrunner.control.job_write import transition_write
+    from nbrunner.core.lifecycle import Refused, SlotsHeld, SyncSlots, FreeSlots, transition
+    from tests.core.test_lifecycle import at_state, events
+
+    rec = at_state(state)
+    own = [e for e in events().values() if type(e) in JOB_EVENTS.values()]
+    assert len(own) == len(JOB_EVENTS)
+    for event in [*own, SlotsHeld(slots=(("h", 0), ("h", 1))), SlotsHeld(slots=())]:
+        try:
+            done = transition(rec, event)
+        except Refused:
+            continue
+        out, _ = transition_write(rec, done, held=lambda: [], score=lambda: 0.0)
+        assert out.actions == (), (state, event, out.actions)
+    for event in events().values():  # no action left to carry out changes the record
+        try:
+            done = transition(rec, event)
+        except Refused:
+            continue
+        if done.record is None:
+            continue
+        out, w = transition_write(rec, done, held=lambda: [("h", 3)], score=lambda: 0.0)
+        assert not any(isinstance(a, SyncSlots) for a in out.actions)
+        if any(isinstance(a, (SyncSlots, FreeSlots)) for a in done.actions):
+            assert w is not None and w.record == out.record
+            assert out.record.slots == ([["h", 3]] if any(isinstance(a, SyncSlots) for a in done.actions) else [])
+
+
+# ---- on a real Redis ---------------------------------------------------------------------------
+
+@pytest.fixture
+def store(workspace):
+    from nbrunner.control.store import JobStore
+    from nbrunner.execution.redis_server import EmbeddedRedis
+
+    server = EmbeddedRedis(workspace / ".nbrunner", shared=True).ensure()
+    yield JobStore.from_url(server.url)
+    server.stop()
+
+
+class KeyWrites:
+    """The commands that changed one key, from Redis's keyspace notifications."""
+
+    def __init__(self, r, key: str):
+        self.r = r
+        self.key = key
+        db = r.connection_pool.connection_kwargs.get("db") or 0
+        self.channel = f"__keyspace@{db}__:{key}"
+        self.done = f"__keyspace@{db}__:{key}:done"
+        r.config_set("notify-keyspace-events", "KA")
+        self.sub = r.pubsub()
+        self.sub.subscribe(self.channel, self.done)
+        for _ in range(2):
+            m = self.sub.get_message(timeout=5.0)
+            assert m is not None and m["type"] == "subscribe", m
+
+    def seen(self) -> list[str]:
+        """Every command seen since the last call (a marker key written after them ends the read)."""
+        self.r.set(self.key + ":done", "1")
+        out = []
+        while True:
+            m = self.sub.get_message(timeout=5.0)
+            assert m is not None, "no keyspace notification within 5 s"
+            if m["channel"] == self.done:
+                return out
+            out.append(m["data"])
+
+
+@pytest.mark.slow
+def test_a_dispatch_writes_the_record_once(store):
+    from nbrunner.control import grants
+    from nbrunner.control.actions import advance
+    from nbrunner.core.keys import EVENTS, job_key
+    from nbrunner.core.lifecycle import Dispatch, Undispatch
+    from nbrunner.core.models import JobRecord
+
+    assert store.create(JobRecord(id="job1", name="job1", notebook="x.ipynb", owner="alice"))
+    slots = (("h", 0), ("h", 1))
+    assert all(grants.take(store.r, "job1", s) for s in slots)  # as the scheduler does before dispatching
+    writes = KeyWrites(store.r, job_key("job1"))
+    last = store.last_event_id()
+
+    done = advance(store, "job1", Dispatch(host="h", slots=slots))  # WriteGrant, SyncSlots, Enqueue
+    assert writes.seen() == ["set"]
+    rec = store.get("job1")
+    assert done.record == rec and rec.phase == "dispatched" and rec.attempt == 1
+    assert rec.slots == [["h", 0], ["h", 1]] and rec.gpus == 2
+    entries = [f for _, f in store.r.xrange(EVENTS, f"({last}", "+")]
+    assert entries == [{"type": "dispatched", "job": "job1", "status": "queued"},
+                       {"type": "gpus", "job": "job1", "status": "queued"}]
+    assert [p["gpus"] for p in grants.timeline(store.r, "job1")] == [2]
+    assert grants.read_grant(store.r, "job1")["slots"] == [["h", 0], ["h", 1]]
+
+    # taken back before it started: FreeSlots gives the slots back; the record notes it in the same write
+    last = store.last_event_id()
+    advance(store, "job1", Undispatch(attempt=1))
+    assert writes.seen() == ["set"]
+    rec = store.get("job1")
+    assert rec.phase == "waiting" and rec.slots == [] and rec.gpus == 0
+    entries = [f for _, f in store.r.xrange(EVENTS, f"({last}", "+")]
+    assert entries == [{"type": "undispatched", "job": "job1", "status": "queued"},
+                       {"type": "gpus", "job": "job1", "status": "queued"},
+                       {"type": "slots_freed", "released": "job1"}]
+    assert [p["gpus"] for p in grants.timeline(store.r, "job1")] == [2, 0]
+    assert grants.held_by(store.r, "job1") == [] and grants.read_grant(store.r, "job1")["slots"] == []
+
+
+@pytest.mark.slow
+def test_a_transition_retried_after_a_concurrent_change_writes_once(store):
+    """The one loop reads again when the record changed between its read and its write."""
+    from nbrunner.core.keys import job_key
+    from nbrunner.core.lifecycle import Progress, SetPriority
+    from nbrunner.core.models import JobRecord
+
+    assert store.create(JobRecord(id="job2", name="job2", notebook="x.ipynb"))
+    writes = KeyWrites(store.r, job_key("job2"))
+    calls = []
+
+    def pick(rec):
+        calls.append(rec.priority)
+        if len(calls) == 1:  # someone else changes the record after this read
+            store.transition("job2", SetPriority(priority=7))
+        return Progress(progress=0.5)
+
+    done = store.transition("job2", pick)
+    assert calls[1] == 7 != calls[0] and done.record.priority == 7 and done.record.progress == 0.5
+    assert writes.seen() == ["set", "set"]  # the other change, then this one: never lost, never twice
+    assert store.get("job2") == done.record
