@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.config import MAX_PIPELINE_BYTES
 from ..core.errors import InvalidRequest
-from ..core.limits import read_limited
+from ..control.local_files import read_limited
 
 FINISHED = ("completed", "failed", "cancelled")
 WAIT_POLL_S = 0.2

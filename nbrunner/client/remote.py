@@ -28,7 +28,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from ..core.config import HUB_USER_NAME, IO_CHUNK_BYTES, JOBS_PAGE_MAX, SERVICE_TIMEOUT_S, SERVICE_URL
 from ..core.errors import InvalidRequest, NbrunnerError, NoCluster, NotFound, from_status, one_line
 from ..core.models import JobRecord
-from ..core.notebooks import notebook_file, read_notebook_text
+from ..control.local_files import notebook_file, read_notebook_text
 from .sweep import SweepState
 
 if TYPE_CHECKING:
@@ -147,14 +147,15 @@ def inputs_content(notebook: str | os.PathLike, inputs: Any) -> dict[str, Any]:
     """The ``inputs_content`` of a request: the caller's input files beside ``notebook``, read and
     encoded (:mod:`nbrunner.core.inputs`; one-line errors, TooLarge past ``NBRUNNER_MAX_INPUT_BYTES``)."""
     from ..core.config import MAX_INPUT_BYTES
-    from ..core.inputs import check_paths, collect, encode
+    from ..control.local_files import collect_inputs
+    from ..core.inputs import check_paths, encode
 
     try:
         paths = check_paths(inputs)
     except ValueError as exc:
         raise InvalidRequest(str(exc)) from None
     real = notebook_file(Path(notebook).expanduser(), str(notebook))
-    return encode(collect(real.parent, paths, MAX_INPUT_BYTES.count()))
+    return encode(collect_inputs(real.parent, paths, MAX_INPUT_BYTES.count()))
 
 
 def _id(value: str, what: str) -> str:
@@ -330,11 +331,12 @@ class RemoteBackend:
     # ---- sweeps ---------------------------------------------------------------------------------
     def create_sweep(self, notebook: str | os.PathLike, spec: Any, owner: str | None = None,
                      **options: Any) -> SweepState:
+        from ..control.local_files import spec_source
         from ..core.sweeps.spec import read_spec
 
         _no_owner(owner)
         name, text = notebook_content(notebook)
-        body = {"notebook": name, "content": text, "spec": read_spec(spec),
+        body = {"notebook": name, "content": text, "spec": read_spec(*spec_source(spec)),
                 **{k: v for k, v in options.items() if v is not None}}
         return SweepState.from_dict(self._call("POST", "sweeps", body))
 

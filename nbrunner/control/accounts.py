@@ -20,7 +20,8 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..core.accounts import AccountTree, parse_accounts, read_accounts
+from ..core.accounts import AccountTree, parse_accounts
+from .local_files import read_accounts
 from ..core.errors import InvalidRequest
 from ..core.config import ACCOUNTS_TIMELINE_KEPT, USAGE_BUCKETS_KEPT_S, USAGE_MAX_PASS_GAP_S
 from ..core.keys import ACCOUNTS, ACCOUNTS_TIMELINE, RECLAIM, USAGE, USAGE_LAST

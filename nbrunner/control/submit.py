@@ -23,7 +23,8 @@ from ..core.inputs import InputRef
 from ..core.keys import notify_once_key
 from ..core.lifecycle import CancelRequested, Purge, Refused, SetPriority, submitted, transition
 from ..core.models import JobRecord, JobRequest, check_content_name, utcnow
-from ..core.notebooks import load_nbformat, notebook_file
+from ..core.notebooks import load_nbformat
+from .local_files import notebook_file
 from .store import JobStore
 from .actions import advance, carry_out
 
@@ -302,7 +303,8 @@ def job_inputs(settings: Settings, req: JobRequest, notebook_dir: Path | None, s
     """The stored inputs of ``req``: read beside the notebook file (``notebook_dir``), or decoded
     from ``sent`` when the notebook came as content; InvalidRequest or TooLarge (413) in one line,
     nothing stored, when they are refused."""
-    from ..core.inputs import collect, decode
+    from ..core.inputs import decode
+    from .local_files import collect_inputs
     from .input_store import store
 
     if not req.inputs:
@@ -319,7 +321,7 @@ def job_inputs(settings: Settings, req: JobRequest, notebook_dir: Path | None, s
     else:
         if sent is not None:
             raise InvalidRequest("inputs_content goes with a notebook sent as content")
-        collected = collect(notebook_dir, req.inputs, limit)
+        collected = collect_inputs(notebook_dir, req.inputs, limit)
     return store(settings, collected)
 
 

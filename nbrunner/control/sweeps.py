@@ -35,7 +35,7 @@ from ..core.keys import PREFIX, job_key
 from ..core.lifecycle import Refused, StoppedEarly
 from ..core.models import JOB_OPTIONS, JobRecord, JobRequest, check_content_name, utcnow
 from .store import JobStore
-from ..core.sweeps.asha import reported_values
+from .local_files import reported_values, spec_source
 from ..core.sweeps.lifecycle import (Advance, Cancel, CancelJob, Ended, JobSeen, Recover, StopTrial, SubmitTrials,
                                      TrialNotSubmitted, TrialsSubmitted, seen, to_read, transition)
 from ..core.sweeps.record import SweepRecord, Trial, TrialState
@@ -126,7 +126,7 @@ def prepare(settings: Settings, notebook: str | os.PathLike, spec: Any, *, base:
     ``notebook`` names, or ``content``, see :func:`nbrunner.control.submit.submit`).
 
     Returns (spec, trials, notebook path, notebook node, job options)."""
-    parsed = parse_spec(spec, allow_file)
+    parsed = parse_spec(*spec_source(spec)) if allow_file else parse_spec(spec)
     if parsed.seed is None:
         parsed.seed = secrets.randbelow(2**32)
     trials = generate_trials(parsed)

@@ -1,6 +1,6 @@
 """The accounts tree: reading and checking an accounts file, and which account a job is in.
 
-Pure (``read_accounts`` aside, which only reads the file's bytes). The file::
+Pure (``nbrunner.control.local_files.read_accounts`` reads the file). The file::
 
     accounts:
       - name: vision
@@ -48,9 +48,9 @@ from typing import Any, NoReturn
 
 from .config import MAX_ACCOUNT_GPUS, MAX_STRING_CHARS, MAX_TIMEOUT_S, MAX_WEIGHT, RECLAIM_AFTER_S
 from .errors import InvalidRequest
-from .limits import YamlList, YamlMap, load_yaml, read_limited, short
+from .limits import YamlList, YamlMap, load_yaml, short
 
-__all__ = ["Account", "AccountTree", "parse_accounts", "read_accounts", "accounts_tree", "held_by_account", "DEFAULT",
+__all__ = ["Account", "AccountTree", "parse_accounts", "accounts_tree", "held_by_account", "DEFAULT",
            "RECLAIM_AFTER_S", "MAX_WEIGHT"]
 
 DEFAULT = "default"
@@ -140,15 +140,6 @@ def parse_accounts(text: str | bytes, source: str = "accounts.yaml") -> AccountT
     if data is None:
         raise InvalidRequest(f"{source} line 1: the file is empty; it needs an accounts list")
     return _Reader(source, lined=True).tree(data)
-
-
-def read_accounts(path) -> AccountTree:
-    """``parse_accounts`` of a file; a file that cannot be read is a one-line ``InvalidRequest``."""
-    try:
-        raw = read_limited(path)
-    except OSError as exc:
-        raise InvalidRequest(f"cannot read the accounts file {path}: {exc.strerror or exc}") from None
-    return parse_accounts(raw, str(path))
 
 
 def accounts_tree(accounts: Any) -> AccountTree:

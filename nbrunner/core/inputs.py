@@ -103,66 +103,9 @@ def check_paths(paths: Any) -> list[str]:
     return clean
 
 
-def _too_large(total: int, limit: int) -> TooLarge:
+def too_large(total: int, limit: int) -> TooLarge:
     return TooLarge(f"inputs are larger than the limit of {limit} bytes ({MAX_INPUT_BYTES.name}): "
                     f"{total} bytes or more")
-
-
-def _inside(real: Path, base: Path) -> bool:
-    return real == base or base in real.parents
-
-
-def _files_of(base: Path, path: str) -> tuple[str, list[tuple[str, Path]]]:
-    """The kind of input ``path`` under ``base`` and its files (relative path, real path); every
-    real path stays inside ``base`` (a link leading out is refused)."""
-    try:
-        real = (base / path).resolve(strict=True)
-    except FileNotFoundError:
-        raise InvalidRequest(f"input not found beside the notebook: {path}") from None
-    except (OSError, RuntimeError) as exc:
-        raise InvalidRequest(f"cannot read input {path}: {exc.__class__.__name__}") from None
-    if not _inside(real, base):
-        raise InvalidRequest(f"input {path!r} leaves the notebook's directory")
-    if real.is_file():
-        return "file", [("", real)]
-    if not real.is_dir():
-        raise InvalidRequest(f"input {path!r} is neither a file nor a folder")
-    found: list[tuple[str, Path]] = []
-    for top, dirs, names in os.walk(real):  # links to folders are not followed
-        dirs.sort()
-        for name in sorted(names):
-            file = Path(top) / name
-            target = file.resolve()
-            if not _inside(target, base):
-                raise InvalidRequest(f"input {path}/{file.relative_to(real).as_posix()} leaves the notebook's directory")
-            if target.is_file():
-                found.append((file.relative_to(real).as_posix(), target))
-            if len(found) > MAX_INPUT_FILES:
-                raise InvalidRequest(f"inputs hold more than {MAX_INPUT_FILES} files")
-    return "folder", found
-
-
-def collect(base: Path, paths: Iterable[str], limit: int) -> Collected:
-    """Read the inputs ``paths`` (checked with :func:`check_paths`) beside the notebook, whose
-    directory is ``base``; TooLarge past ``limit`` bytes (checked before anything is read),
-    InvalidRequest for a path that is missing or leads out of ``base``."""
-    base = base.resolve()
-    listed = [(path, *_files_of(base, path)) for path in paths]
-    total = sum(real.stat().st_size for _, _, files in listed for _, real in files)
-    if total > limit:
-        raise _too_large(total, limit)
-    out = Collected()
-    for path, kind, files in listed:
-        read = {}
-        for rel, real in files:
-            try:
-                read[rel] = real.read_bytes()
-            except OSError as exc:
-                raise InvalidRequest(f"cannot read input {path}: {exc.strerror or exc.__class__.__name__}") from None
-        out.entries.append((path, kind, read))
-    if out.total > limit:  # a file grew while it was read
-        raise _too_large(out.total, limit)
-    return out
 
 
 def encode(collected: Collected) -> dict[str, Any]:
@@ -202,7 +145,7 @@ def decode(content: Any, paths: list[str], limit: int) -> Collected:
             raise InvalidRequest(f"inputs_content of {path!r} must be base64 text or an object of base64 texts")
     estimate = sum(decoded_size(v) for _, _, files in texts for v in files.values())
     if estimate > limit + 2 * sum(len(files) for _, _, files in texts):  # padding: at most 2 bytes a file
-        raise _too_large(estimate, limit)
+        raise too_large(estimate, limit)
     out = Collected()
     for path, kind, files in texts:
         try:
@@ -210,6 +153,6 @@ def decode(content: Any, paths: list[str], limit: int) -> Collected:
         except (binascii.Error, ValueError):
             raise InvalidRequest(f"inputs_content of {path!r} is not valid base64") from None
     if out.total > limit:
-        raise _too_large(out.total, limit)
+        raise too_large(out.total, limit)
     return out
 

@@ -230,17 +230,6 @@ def _loader(lines: bool = False):
     return LinedLoader
 
 
-def read_limited(path, limit: int = MAX_YAML_BYTES) -> bytes:
-    """The bytes of a (YAML) file, refused when larger than ``limit``; OSError as open() raises it."""
-    from pathlib import Path
-
-    with open(Path(path), "rb") as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise InvalidRequest(f"{path} is larger than {limit // 1024} KiB")
-    return data
-
-
 def load_yaml(text: str | bytes, source: str = "YAML", lines: bool = False) -> Any:
     """Load YAML safely: at most MAX_YAML_BYTES, no aliases, at most MAX_YAML_DEPTH levels,
     integers within 64 bits; InvalidRequest with one line otherwise. With ``lines``,

@@ -66,37 +66,3 @@ def load_nbformat() -> ModuleType:
     return nbformat
 
 
-def read_notebook_text(path: Path, shown: str) -> str:
-    """The text of the notebook file at ``path`` (``shown``: its name in messages), to send as a
-    request's ``content``; InvalidRequest (one line) if it cannot be read, is larger than
-    MAX_NOTEBOOK_BYTES or is not UTF-8.  Its JSON is checked where it is submitted."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_NOTEBOOK_BYTES + 1)
-    except OSError as exc:
-        raise InvalidRequest(f"cannot read notebook {shown}: {exc.strerror or exc.__class__.__name__}") from None
-    if len(raw) > MAX_NOTEBOOK_BYTES:
-        raise InvalidRequest(f"notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB: {shown}")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidRequest(f"not a notebook (invalid JSON): {shown}") from None
-
-
-def notebook_file(path: Path, shown: str, inside: Path | None = None) -> Path:
-    """The real path of the notebook file ``path`` (``shown``: as the caller wrote it), refused in
-    one line unless it exists, is a ``.ipynb`` file and (with ``inside``) resolves inside that
-    directory: a symbolic link leading out counts as outside."""
-    try:
-        real = path.resolve(strict=True)
-    except FileNotFoundError:
-        raise InvalidRequest(f"notebook not found: {shown}") from None
-    except (OSError, RuntimeError) as exc:
-        raise InvalidRequest(f"cannot read notebook {shown}: {exc.__class__.__name__}") from None
-    if inside is not None and real != inside and inside not in real.parents:
-        raise InvalidRequest(f"notebook path is outside the workspace: {shown}")
-    if not real.is_file():
-        raise InvalidRequest(f"not a file: {shown}")
-    if real.suffix != ".ipynb":
-        raise InvalidRequest(f"not a notebook (expected a .ipynb file): {shown}")
-    return real

@@ -62,7 +62,7 @@ class Supervisor:
     def start(self) -> "Supervisor":
         check()  # a bad NBRUNNER_* value stops here, with its one-line error, not in a child's log
         if self.accounts is not None:
-            from ..core.accounts import read_accounts
+            from ..control.local_files import read_accounts
 
             read_accounts(self.accounts)  # a bad file stops here, naming its line
         self.settings.storage.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from ..client.remote import api_url, inputs_content
 from ..control.submit import resolve_notebook
 from ..core.config import FORWARD_CONNECT_TIMEOUT_S, FORWARD_REQUEST_TIMEOUT_S
-from ..core.notebooks import read_notebook_text
+from ..control.local_files import read_notebook_text
 from .handlers import API, BaseHandler, JupyterRoute, ParametersHandler
 from .pipeline_routes import pipeline_with_content
 

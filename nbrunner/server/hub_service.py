@@ -40,7 +40,7 @@ from tornado.httpserver import HTTPServer
 
 from ..control.api import ClusterAPI
 from ..core.config import HUB_AUTH_CACHE_S, SERVICE_PORT
-from ..core.accounts import read_accounts
+from ..control.local_files import read_accounts
 from ..control.discovery import resolve
 from ..core.errors import NbrunnerError
 from ..core.identity import Caller, hub_caller

@@ -87,7 +87,7 @@ def pipeline_with_content(handler, data: dict[str, Any]) -> dict[str, Any]:
     (paths relative to the file's directory, else to the root) and sent as ``content``, named
     relative to the root."""
     from ..control.submit import resolve_notebook
-    from ..core.notebooks import read_notebook_text
+    from ..control.local_files import read_notebook_text
     from ..core.pipelines.spec import read_pipeline
 
     root = handler.root

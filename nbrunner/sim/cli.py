@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nbrunner.core.accounts import read_accounts
+from nbrunner.control.local_files import read_accounts
 
 from .engine import POLICIES, SimResult, simulate
 from .workload import ARRIVALS, generate_workload, load_workload, resolve_workload, write_workload

@@ -13,6 +13,7 @@ import pytest
 
 import nbrunner
 from nbrunner.core.errors import InvalidRequest, NotFound
+from nbrunner.control.local_files import spec_source
 from nbrunner.control.sweeps import ACTIVE_SWEEPS, sweep_ids
 from nbrunner.core.sweeps.asha import rung_decision
 from nbrunner.core.config import MAX_TRIALS
@@ -61,7 +62,7 @@ objective: {metric: accuracy, mode: max}
     path = tmp_path / "spec.yaml"
     path.write_text(text)
     a = generate_trials(parse_spec(text))
-    assert a == generate_trials(parse_spec(str(path))) == generate_trials(parse_spec(path))
+    assert a == generate_trials(parse_spec(*spec_source(str(path)))) == generate_trials(parse_spec(*spec_source(path)))
     assert a == generate_trials(parse_spec(parse_spec(text).to_dict()))
     other = parse_spec(text.replace("seed: 7", "seed: 8"))
     assert generate_trials(other) != a
@@ -127,7 +128,7 @@ BAD_SPECS = [
 @pytest.mark.parametrize("spec, words", [b[1:] for b in BAD_SPECS], ids=[b[0] for b in BAD_SPECS])
 def test_bad_specs_are_refused_with_one_line(spec, words):
     with pytest.raises(InvalidRequest) as info:
-        parse_spec(spec)
+        parse_spec(*spec_source(spec))
     message = str(info.value)
     assert words in message and "\n" not in message, message
 
@@ -163,7 +164,7 @@ def test_dry_run_prints_trials_and_submits_nothing():
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert list(out) == ["trials"] and len(out["trials"]) == 4
-    assert out["trials"] == [{"parameters": t} for t in generate_trials(parse_spec(ws / "spec.yaml"))]
+    assert out["trials"] == [{"parameters": t} for t in generate_trials(parse_spec(*spec_source(ws / "spec.yaml")))]
     assert not (ws / ".nbrunner").exists() and not (ws / "runs").exists()  # no cluster started, nothing written
     p = run_cli("sweep", "train.ipynb", "spec.yaml", "--dir", str(ws), cwd=ws)  # a real sweep needs a cluster
     assert p.returncode == 2 and "nbrunner up" in p.stderr
@@ -300,7 +301,7 @@ def test_cli_sweep_submits_and_prints_json(sweep_ws):
     out = json.loads(p.stdout)
     assert list(out) == ["id", "jobs", "leaderboard"] and len(out["jobs"]) == 2
     assert all(j["sweep"] == out["id"] and j["priority"] == 6000 for j in out["jobs"])
-    assert [e["parameters"] for e in out["leaderboard"]] == generate_trials(parse_spec(ws / "cli.yaml"))
+    assert [e["parameters"] for e in out["leaderboard"]] == generate_trials(parse_spec(*spec_source(ws / "cli.yaml")))
     nbrunner.client.sweep.Sweep(sweep_ws, out["id"]).wait(timeout=60)
 
 

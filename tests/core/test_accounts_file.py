@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from nbrunner.core.accounts import (DEFAULT, AccountTree, accounts_tree, held_by_account, parse_accounts,
-                                    read_accounts)
+from nbrunner.control.local_files import read_accounts
+from nbrunner.core.accounts import (DEFAULT, AccountTree, accounts_tree, held_by_account, parse_accounts)
 from nbrunner.core.errors import InvalidRequest
 
 GOOD = """\

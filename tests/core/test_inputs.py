@@ -6,7 +6,8 @@ import base64
 import pytest
 
 from nbrunner.core.errors import InvalidRequest, TooLarge
-from nbrunner.core.inputs import check_paths, collect, decode, encode, manifest
+from nbrunner.control.local_files import collect_inputs
+from nbrunner.core.inputs import check_paths, decode, encode, manifest
 from nbrunner.core.models import JobRequest
 
 
@@ -31,18 +32,18 @@ def test_collect_reads_files_and_folders_and_refuses_links_out(tmp_path):
     (nb / "data" / "a.csv").write_bytes(b"1,2\n")
     (nb / "data" / "sub" / "b.txt").write_bytes(b"bee")
     (nb / "cfg.yaml").write_text("k: v\n")
-    got = collect(nb, ["data", "cfg.yaml"], 1000)
+    got = collect_inputs(nb, ["data", "cfg.yaml"], 1000)
     assert got.entries == [("data", "folder", {"a.csv": b"1,2\n", "sub/b.txt": b"bee"}),
                            ("cfg.yaml", "file", {"": b"k: v\n"})]
     assert got.total == 12
     (tmp_path / "secret").write_text("s")
     (nb / "data" / "link").symlink_to(tmp_path / "secret")
     with pytest.raises(InvalidRequest, match="leaves the notebook's directory"):
-        collect(nb, ["data"], 1000)
+        collect_inputs(nb, ["data"], 1000)
     with pytest.raises(InvalidRequest, match="not found"):
-        collect(nb, ["missing.csv"], 1000)
+        collect_inputs(nb, ["missing.csv"], 1000)
     with pytest.raises(TooLarge, match="larger than the limit of 4 bytes") as err:
-        collect(nb, ["cfg.yaml"], 4)
+        collect_inputs(nb, ["cfg.yaml"], 4)
     assert err.value.status == 413
 
 
@@ -50,7 +51,7 @@ def test_the_wire_form_round_trips_and_is_checked(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "x.bin").write_bytes(bytes(range(256)))
     (tmp_path / "f.txt").write_bytes(b"eff")
-    got = collect(tmp_path, ["d", "f.txt"], 10_000)
+    got = collect_inputs(tmp_path, ["d", "f.txt"], 10_000)
     wire = encode(got)
     assert wire["f.txt"] == base64.b64encode(b"eff").decode()
     assert decode(wire, ["d", "f.txt"], 10_000).entries == got.entries

@@ -119,7 +119,7 @@ def test_yaml_refuses_aliases_deep_nesting_and_size_quickly():
 ])
 def test_sweep_specs_are_bounded(spec, message):
     with pytest.raises(InvalidRequest) as info:
-        parse_spec(spec, allow_file=False)
+        parse_spec(spec)
     assert message in str(info.value) and "\n" not in str(info.value), info.value
 
 

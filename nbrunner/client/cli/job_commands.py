@@ -46,7 +46,8 @@ def submit(notebook: str = typer.Argument(..., help="notebook path"),
     """Queue a notebook as a job and print its id."""
     parameters: dict[str, Any] = {}
     if params_file is not None:
-        from ...core.limits import load_yaml, read_limited
+        from ...control.local_files import read_limited
+        from ...core.limits import load_yaml
 
         try:
             loaded = load_yaml(read_limited(params_file), str(params_file))  # no aliases, bounded size and depth

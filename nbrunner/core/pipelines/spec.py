@@ -223,7 +223,7 @@ def _check_options(step: str, spec: StepSpec) -> None:
         if spec.sweep is not None:
             from ..sweeps.spec import parse_spec
 
-            parse_spec({**spec.sweep, "parameters": spec.parameters}, allow_file=False)
+            parse_spec({**spec.sweep, "parameters": spec.parameters})
             JobRequest.parse({"notebook": spec.notebook, **spec.options})
         else:
             JobRequest.parse({"notebook": spec.notebook, "parameters": spec.parameters, **spec.options})

@@ -26,27 +26,6 @@ def numeric(value: Any) -> float | None:
     return None
 
 
-def reported_values(job_dir: Path, metric: str, limit: int | None = None) -> list[float | None]:
-    """The values of ``metric`` in the order the job reported them (``metrics.jsonl``)."""
-    out: list[float | None] = []
-    try:
-        with open(job_dir / "metrics.jsonl", "rb") as f:
-            for line in f:
-                if not line.endswith(b"\n"):
-                    break  # being written
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(row, dict) and metric in row:
-                    out.append(numeric(row[metric]))
-                    if limit is not None and len(out) >= limit:
-                        break
-    except OSError:
-        pass
-    return out
-
-
 def better(a: float | None, b: float | None, mode: str) -> bool:
     """a strictly better than b (a missing value is worst)."""
     if a is None:

@@ -19,15 +19,13 @@ from __future__ import annotations
 import json
 import math
 import os
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ..config import MAX_TRIALS, MAX_YAML_DEPTH
 from ..errors import InvalidRequest
-from ..limits import (MAX_INT64, MIN_INT64, check_depth, check_ints, check_parameter_name, check_text, load_yaml,
-                      read_limited)
+from ..limits import (MAX_INT64, MIN_INT64, check_depth, check_ints, check_parameter_name, check_text, load_yaml)
 
 TOP_KEYS = ("parameters", "generate", "seed", "max_parallel", "objective", "early_stopping")
 DISTRIBUTIONS = ("choice", "loguniform", "normal", "randint", "uniform")
@@ -76,22 +74,13 @@ def _fmt(v: Any) -> str:
     return json.dumps(v, default=str)
 
 
-def read_spec(spec: Any, allow_file: bool = True) -> dict[str, Any]:
-    """The raw mapping of a spec given as a dict, YAML text or (``allow_file``) a YAML file path."""
+def read_spec(spec: Any, source: str = "sweep spec") -> dict[str, Any]:
+    """The raw mapping of a spec given as a dict or YAML text (a file is read by the caller:
+    :func:`nbrunner.control.local_files.spec_source`); ``source`` names it in errors."""
     if isinstance(spec, SweepSpec):
         return spec.to_dict()
-    source = "sweep spec"
-    if isinstance(spec, os.PathLike) or (allow_file and isinstance(spec, str) and _looks_like_path(spec)):
-        if not allow_file:
-            raise InvalidRequest("sweep spec must be a mapping or YAML text")
-        path = Path(spec).expanduser()
-        try:
-            spec = read_limited(path)
-        except FileNotFoundError:
-            raise InvalidRequest(f"sweep spec file not found: {path}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidRequest(f"cannot read sweep spec {path}: {getattr(exc, 'strerror', None) or exc.__class__.__name__}") from None
-        source = f"sweep spec {path}"
+    if isinstance(spec, os.PathLike) or (isinstance(spec, str) and _names_a_file(spec)):
+        raise InvalidRequest("sweep spec must be a mapping or YAML text")
     if isinstance(spec, (bytes, str)):
         spec = load_yaml(spec, source)  # no aliases, bounded size and depth
     elif isinstance(spec, dict):
@@ -104,16 +93,8 @@ def read_spec(spec: Any, allow_file: bool = True) -> dict[str, Any]:
     return spec
 
 
-def _looks_like_path(text: str) -> bool:
-    if "\n" in text or not text.strip():
-        return False
-    t = text.strip()
-    if t.endswith((".yaml", ".yml", ".json")):
-        return True
-    try:
-        return Path(t).expanduser().is_file()
-    except (OSError, ValueError):
-        return False
+def _names_a_file(text: str) -> bool:
+    return "\n" not in text and text.strip().endswith((".yaml", ".yml", ".json"))
 
 
 def _two_numbers(name: str, kind: str, args: Any) -> tuple[float, float]:
@@ -164,9 +145,10 @@ def _check_positive_int(spec: dict, key: str, allow_none: bool) -> int | None:
     return v
 
 
-def parse_spec(spec: Any, allow_file: bool = True) -> SweepSpec:
-    """Validate a spec (dict, YAML text, YAML file path); InvalidRequest with one line otherwise."""
-    raw = read_spec(spec, allow_file)
+def parse_spec(spec: Any, source: str = "sweep spec") -> SweepSpec:
+    """Validate a spec (dict or YAML text; ``source`` names it in errors); InvalidRequest with one
+    line otherwise."""
+    raw = read_spec(spec, source)
     for key in raw:
         if key not in TOP_KEYS:
             raise InvalidRequest(f"unknown key {str(key)!r} in sweep spec (expected {', '.join(TOP_KEYS)})")
