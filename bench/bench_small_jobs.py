@@ -51,17 +51,23 @@ def _timed(fn, *args) -> float:
 
 
 def _rest(ws: Path, per_client: int) -> dict:
-    """POST /jobs, GET /api/status and GET /jobs rates from ``CLIENTS`` kept-alive clients."""
-    from loadgen import jupyter_server, keepalive_load
+    """POST /jobs, GET /api/status and GET /jobs rates from ``CLIENTS`` kept-alive clients, each with
+    the Jupyter server's CPU per request; and the load generator's own ceiling (a trivial server)."""
+    from keepalive import generator_ceiling, keepalive_load, process_cpu_s
+    from loadgen import jupyter_server
 
-    with jupyter_server(ws) as (base, token):
+    post = {"notebook": "one.ipynb", "parameters": {"X": 7}}
+    out = {"ceiling": generator_ceiling(CLIENTS, 10 * per_client, post)}
+    with jupyter_server(ws, pids := []) as (base, token):
         root = base[: -len("/nbrunner/api")]
-        post = {"notebook": "one.ipynb", "parameters": {"X": 7}}
-        keepalive_load(root, token, "POST", "/nbrunner/api/jobs", post, clients=2, per=5)  # caches filled
-        status = keepalive_load(root, token, "GET", "/api/status", clients=CLIENTS, per=per_client)
-        posts = keepalive_load(root, token, "POST", "/nbrunner/api/jobs", post, clients=CLIENTS, per=per_client)
-        lists = keepalive_load(root, token, "GET", "/nbrunner/api/jobs?limit=50", clients=CLIENTS, per=per_client)
-    return {"status": status, "post": posts, "list": lists}
+        keepalive_load(root + "/nbrunner/api/jobs", token, "POST", post, clients=2, per=5)  # caches filled
+        for name, path, method, body in (("status", "/api/status", "GET", None),
+                                         ("post", "/nbrunner/api/jobs", "POST", post),
+                                         ("list", "/nbrunner/api/jobs?limit=50", "GET", None)):
+            cpu = process_cpu_s(pids[0])
+            got = out[name] = keepalive_load(root + path, token, method, body, clients=CLIENTS, per=per_client)
+            got["server_cpu_ms"] = (process_cpu_s(pids[0]) - cpu) * 1000 / got["requests"]
+    return out
 
 
 def run(n: int = 50, repeats: int = 5, per_client: int = 50) -> list[dict]:
@@ -102,7 +108,7 @@ def run(n: int = 50, repeats: int = 5, per_client: int = 50) -> list[dict]:
           f"{n} jobs {many:.2f} s, sequential {seq:.2f} s, CLI {cli:.2f} s; rest "
           f"{ {k: {m: v for m, v in r.items() if m != 'errors'} for k, r in rest.items()} }; "
           f"load {os.getloadavg()[0]:.1f}", file=sys.stderr)
-    post, status, lists = rest["post"], rest["status"], rest["list"]
+    post, status, lists, ceiling = rest["post"], rest["status"], rest["list"], rest["ceiling"]
     return [
         {"benchmark": "one trivial job: submit->completed vs in-process papermill.execute_notebook (s)",
          "value": one, "baseline": one_base, "ratio": one / one_base, "goal": "<= 0.5", "ok": one / one_base <= 0.5},
@@ -116,9 +122,24 @@ def run(n: int = 50, repeats: int = 5, per_client: int = 50) -> list[dict]:
         {"benchmark": "POST /jobs p99 under that load vs GET /api/status p99 (s)", "value": post["p99_s"],
          "baseline": status["p99_s"], "ratio": post["p99_s"] / status["p99_s"], "goal": "report",
          "ok": not post["errors"]},
+        {"benchmark": "POST /jobs p50 under that load vs GET /api/status p50 (s)", "value": post["p50_s"],
+         "baseline": status["p50_s"], "ratio": post["p50_s"] / status["p50_s"], "goal": "report",
+         "ok": not post["errors"]},
+        {"benchmark": "Jupyter server's CPU per POST /jobs vs per GET /api/status (ms)", "value": post["server_cpu_ms"],
+         "baseline": status["server_cpu_ms"], "ratio": post["server_cpu_ms"] / status["server_cpu_ms"],
+         "goal": "report", "ok": True},
         {"benchmark": "GET /jobs?limit=50 per s, same clients vs GET /api/status per s", "value": lists["rate"],
          "baseline": status["rate"], "ratio": lists["rate"] / status["rate"], "goal": "report",
          "ok": not lists["errors"]},
+        {"benchmark": "GET /jobs?limit=50 p99 vs GET /api/status p99 (s)", "value": lists["p99_s"],
+         "baseline": status["p99_s"], "ratio": lists["p99_s"] / status["p99_s"], "goal": "report",
+         "ok": not lists["errors"]},
+        {"benchmark": "Jupyter server's CPU per GET /jobs?limit=50 vs per GET /api/status (ms)",
+         "value": lists["server_cpu_ms"], "baseline": status["server_cpu_ms"],
+         "ratio": lists["server_cpu_ms"] / status["server_cpu_ms"], "goal": "report", "ok": True},
+        {"benchmark": f"load generator's own ceiling: POST per s to a trivial server vs POST /jobs per s",
+         "value": ceiling["rate"], "baseline": post["rate"], "ratio": ceiling["rate"] / post["rate"],
+         "goal": ">= 2 (not the limit)", "ok": ceiling["rate"] >= 2 * post["rate"]},
     ]
 
 
