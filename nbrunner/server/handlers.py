@@ -28,6 +28,7 @@ from ..core.limits import MAX_INT64, bad_input, loads_json
 from ..core.models import STATUSES
 from .request_counts import flush_requests, request_tally, route_label
 from .submit_batch import submit_batcher
+from .token_identity import token_identity
 from .model_routes import ModelServerRoute, ModelServingRoute, ModelsRoute
 from .notification_routes import NotificationLogRoute, NotificationsRoute
 from .pipeline_routes import PipelineRerunRoute, PipelineRoute, PipelinesRoute
@@ -160,6 +161,14 @@ class JupyterRoute(APIHandler):
     def api_url(self) -> str:
         """Where the API is served: ``<base_url>nbrunner/api``."""
         return self.base_url.rstrip("/") + "/nbrunner/api"
+
+    @property
+    def identity_provider(self) -> Any:
+        """Jupyter's, but when users are not told apart a request with the server's token in its
+        header gets the token's user made once, with no login cookie (:mod:`.token_identity`)."""
+        if self.settings.get("nbrunner_multi_user") or "identity_provider" not in self.settings:
+            return super().identity_provider
+        return token_identity(self.settings)
 
     @property
     def caller(self) -> Caller:
