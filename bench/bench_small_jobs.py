@@ -11,8 +11,13 @@
     the baseline is the same server's ``GET /api/status`` from the same clients.  ``GET /jobs``
     (a page of 50) is reported beside them.
 
-``python bench/bench_small_jobs.py [N [REPEATS]]`` (defaults 50 and 5); ``python bench/run.py
-bench_small_jobs`` runs it with the others.  The sequential baselines run once the cluster is shut
+``python bench/bench_small_jobs.py [N [REPEATS [CLI_RUNS]]]`` (defaults 50, 5 and N: every CLI run
+timed; fewer are timed and scaled to N when given, as the table's row then says, for a loaded machine
+where one CLI run takes a minute); ``python bench/run.py bench_small_jobs`` runs it with the others.
+The REST rows come from :mod:`keepalive` (one asyncio process, kept-alive connections; its own
+ceiling against a trivial server is the last row) and give the Jupyter server's CPU per request
+beside each rate: on a shared machine the rate follows the CPU share the server gets, the CPU per
+request does not.  The sequential baselines run once the cluster is shut
 down, so that its queued REST jobs do not slow them.
 """
 from __future__ import annotations
@@ -51,20 +56,26 @@ def _timed(fn, *args) -> float:
 
 
 def _rest(ws: Path, per_client: int) -> dict:
-    """POST /jobs, GET /api/status and GET /jobs rates from ``CLIENTS`` kept-alive clients."""
-    from loadgen import jupyter_server, keepalive_load
+    """POST /jobs, GET /api/status and GET /jobs rates from ``CLIENTS`` kept-alive clients, each with
+    the Jupyter server's CPU per request; and the load generator's own ceiling (a trivial server)."""
+    from keepalive import generator_ceiling, keepalive_load, process_cpu_s
+    from loadgen import jupyter_server
 
-    with jupyter_server(ws) as (base, token):
+    post = {"notebook": "one.ipynb", "parameters": {"X": 7}}
+    out = {"ceiling": generator_ceiling(CLIENTS, 10 * per_client, post)}
+    with jupyter_server(ws, pids := []) as (base, token):
         root = base[: -len("/nbrunner/api")]
-        post = {"notebook": "one.ipynb", "parameters": {"X": 7}}
-        keepalive_load(root, token, "POST", "/nbrunner/api/jobs", post, clients=2, per=5)  # caches filled
-        status = keepalive_load(root, token, "GET", "/api/status", clients=CLIENTS, per=per_client)
-        posts = keepalive_load(root, token, "POST", "/nbrunner/api/jobs", post, clients=CLIENTS, per=per_client)
-        lists = keepalive_load(root, token, "GET", "/nbrunner/api/jobs?limit=50", clients=CLIENTS, per=per_client)
-    return {"status": status, "post": posts, "list": lists}
+        keepalive_load(root + "/nbrunner/api/jobs", token, "POST", post, clients=2, per=5)  # caches filled
+        for name, path, method, body in (("status", "/api/status", "GET", None),
+                                         ("post", "/nbrunner/api/jobs", "POST", post),
+                                         ("list", "/nbrunner/api/jobs?limit=50", "GET", None)):
+            cpu = process_cpu_s(pids[0])
+            got = out[name] = keepalive_load(root + path, token, method, body, clients=CLIENTS, per=per_client)
+            got["server_cpu_ms"] = (process_cpu_s(pids[0]) - cpu) * 1000 / got["requests"]
+    return out
 
 
-def run(n: int = 50, repeats: int = 5, per_client: int = 50) -> list[dict]:
+def run(n: int = 50, repeats: int = 5, cli_runs: int | None = None, per_client: int = 50) -> list[dict]:
     import nbrunner
 
     ws = Path(tempfile.mkdtemp(prefix="nbs", dir="/tmp"))
@@ -96,19 +107,21 @@ def run(n: int = 50, repeats: int = 5, per_client: int = 50) -> list[dict]:
     finally:
         os.environ.update(saved)
     seq = sum(_timed(_in_process, nb, ws / f"seq{i}.ipynb", i) for i in range(n))
-    cli = sum(_timed(_cli, nb, ws / f"cli{i}.ipynb", i) for i in range(n))
+    cli_runs = n if cli_runs is None else max(1, min(cli_runs, n))
+    cli = sum(_timed(_cli, nb, ws / f"cli{i}.ipynb", i) for i in range(cli_runs)) * n / cli_runs
     one, one_base = statistics.median(single), statistics.median(base)
     print(f"small jobs: single {[round(s, 3) for s in single]} vs in-process {[round(b, 3) for b in base]}; "
           f"{n} jobs {many:.2f} s, sequential {seq:.2f} s, CLI {cli:.2f} s; rest "
           f"{ {k: {m: v for m, v in r.items() if m != 'errors'} for k, r in rest.items()} }; "
           f"load {os.getloadavg()[0]:.1f}", file=sys.stderr)
-    post, status, lists = rest["post"], rest["status"], rest["list"]
+    post, status, lists, ceiling = rest["post"], rest["status"], rest["list"], rest["ceiling"]
     return [
         {"benchmark": "one trivial job: submit->completed vs in-process papermill.execute_notebook (s)",
          "value": one, "baseline": one_base, "ratio": one / one_base, "goal": "<= 0.5", "ok": one / one_base <= 0.5},
         {"benchmark": f"{n} trivial jobs on 2 workers vs {n} sequential in-process execute_notebook (s)",
          "value": many, "baseline": seq, "ratio": seq / many, "goal": ">= 3x faster", "ok": seq / many >= 3},
-        {"benchmark": f"{n} trivial jobs on 2 workers vs {n} sequential papermill CLI runs (s)",
+        {"benchmark": f"{n} trivial jobs on 2 workers vs {n} sequential papermill CLI runs (s)"
+                      + (f" ({cli_runs} runs timed, scaled to {n})" if cli_runs < n else ""),
          "value": many, "baseline": cli, "ratio": cli / many, "goal": ">= 10x faster", "ok": cli / many >= 10},
         {"benchmark": f"POST /jobs per s, {CLIENTS} keep-alive clients vs GET /api/status per s",
          "value": post["rate"], "baseline": status["rate"], "ratio": post["rate"] / status["rate"],
@@ -116,13 +129,31 @@ def run(n: int = 50, repeats: int = 5, per_client: int = 50) -> list[dict]:
         {"benchmark": "POST /jobs p99 under that load vs GET /api/status p99 (s)", "value": post["p99_s"],
          "baseline": status["p99_s"], "ratio": post["p99_s"] / status["p99_s"], "goal": "report",
          "ok": not post["errors"]},
+        {"benchmark": "POST /jobs p50 under that load vs GET /api/status p50 (s)", "value": post["p50_s"],
+         "baseline": status["p50_s"], "ratio": post["p50_s"] / status["p50_s"], "goal": "report",
+         "ok": not post["errors"]},
+        {"benchmark": "Jupyter server's CPU per POST /jobs vs per GET /api/status (ms)", "value": post["server_cpu_ms"],
+         "baseline": status["server_cpu_ms"], "ratio": post["server_cpu_ms"] / status["server_cpu_ms"],
+         "goal": "report", "ok": True},
         {"benchmark": "GET /jobs?limit=50 per s, same clients vs GET /api/status per s", "value": lists["rate"],
          "baseline": status["rate"], "ratio": lists["rate"] / status["rate"], "goal": "report",
          "ok": not lists["errors"]},
+        {"benchmark": "GET /jobs?limit=50 p99 vs GET /api/status p99 (s)", "value": lists["p99_s"],
+         "baseline": status["p99_s"], "ratio": lists["p99_s"] / status["p99_s"], "goal": "report",
+         "ok": not lists["errors"]},
+        {"benchmark": "Jupyter server's CPU per GET /jobs?limit=50 vs per GET /api/status (ms)",
+         "value": lists["server_cpu_ms"], "baseline": status["server_cpu_ms"],
+         "ratio": lists["server_cpu_ms"] / status["server_cpu_ms"], "goal": "report", "ok": True},
+        {"benchmark": "machine load (1-minute average) at the end vs CPUs: figures above are shared-CPU figures",
+         "value": os.getloadavg()[0], "baseline": os.cpu_count() or 1, "ratio": os.getloadavg()[0] / (os.cpu_count() or 1),
+         "goal": "report", "ok": True},
+        {"benchmark": f"load generator's own ceiling: POST per s to a trivial server vs POST /jobs per s",
+         "value": ceiling["rate"], "baseline": post["rate"], "ratio": ceiling["rate"] / post["rate"],
+         "goal": ">= 2 (not the limit)", "ok": ceiling["rate"] >= 2 * post["rate"]},
     ]
 
 
 if __name__ == "__main__":
     from table import print_table
 
-    print_table(run(*(int(a) for a in sys.argv[1:3])))
+    print_table(run(*(int(a) for a in sys.argv[1:4])))

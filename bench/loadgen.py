@@ -43,8 +43,9 @@ def write_notebook(path: Path) -> None:
 
 
 @contextmanager
-def jupyter_server(root: Path):
-    """A real Jupyter server (token auth) serving ``root`` with the nbrunner extension."""
+def jupyter_server(root: Path, pids: list[int] | None = None):
+    """A real Jupyter server (token auth) serving ``root`` with the nbrunner extension (its process
+    id appended to ``pids`` if given)."""
     port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, "NBRUNNER_WORKSPACE": str(root)}
     proc = subprocess.Popen([sys.executable, "-m", "jupyter_server", f"--ServerApp.root_dir={root}",
@@ -52,6 +53,8 @@ def jupyter_server(root: Path):
                              f"--IdentityProvider.token={token}", *(["--allow-root"] if os.geteuid() == 0 else [])], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}/nbrunner/api"
+    if pids is not None:
+        pids.append(proc.pid)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -186,49 +189,3 @@ def drive(base: str, tokens: list[str], per: int) -> dict:
         call(base, tokens[0], "GET", "/jobs?status=running")
         out["get"].append(time.perf_counter() - t)
     return out
-
-
-def keepalive_load(base: str, token: str, method: str, path: str, body: dict | None = None, clients: int = 10,
-                   per: int = 50) -> dict:
-    """``clients`` threads, each on one kept-alive HTTP connection, send ``per`` requests each, back to
-    back; returns the requests per second over the whole run, the latencies' p50 and p99 (s), the
-    non-2xx answers and the time it took."""
-    import http.client
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(base)
-    headers = {"Authorization": f"token {token}", "Content-Type": "application/json", "Connection": "keep-alive"}
-    data = json.dumps(body).encode() if body is not None else None
-    lat: list[float] = []
-    errors: list[str] = []
-    lock = threading.Lock()
-    start = threading.Barrier(clients + 1)
-
-    def client() -> None:
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
-        mine, bad = [], []
-        start.wait()
-        for _ in range(per):
-            t = time.perf_counter()
-            conn.request(method, parts.path + path, body=data, headers=headers)
-            resp = conn.getresponse()
-            raw = resp.read()
-            mine.append(time.perf_counter() - t)
-            if resp.status >= 300:
-                bad.append(f"{resp.status} {raw[:200]!r}")
-        conn.close()
-        with lock:
-            lat.extend(mine)
-            errors.extend(bad)
-
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    for th in threads:
-        th.start()
-    start.wait()
-    t0 = time.perf_counter()
-    for th in threads:
-        th.join()
-    elapsed = time.perf_counter() - t0
-    q = statistics.quantiles(lat, n=100)
-    return {"rate": len(lat) / elapsed, "p50_s": statistics.median(lat), "p99_s": q[98], "errors": errors,
-            "elapsed_s": elapsed, "requests": len(lat)}

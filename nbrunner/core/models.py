@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import keyword
 import math
+import operator
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
@@ -77,6 +78,8 @@ PUBLIC_FIELDS = (
 SHOWN_EXTRA = ("timeout", "kernel", "attempt", "worker", "queue_position", "groups", "account", "reclaimed",
                "pipeline", "step", "waiting", "expected_start", "expected_end",
                "inputs")
+_SHOWN = (*PUBLIC_FIELDS, *SHOWN_EXTRA)
+_shown_values = operator.attrgetter(*_SHOWN)
 
 # Why a queued job waits (``waiting["code"]``; the rules: nbrunner.core.waiting).
 WAITING_CODES = ("capacity", "no_workers", "gpus_busy", "account_limit", "account_share", "reclaiming", "needs")
@@ -286,6 +289,11 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
         """The public record (REST, ``--json``, ``Job.to_dict()``)."""
         d = msgspec.to_builtins(self)
         return {**{k: d[k] for k in PUBLIC_FIELDS}, **{k: d[k] for k in SHOWN_EXTRA}}
+
+    def public_view(self) -> dict[str, Any]:
+        """The fields of :meth:`to_dict`, in its order, as they are (enums, structs): a msgspec encoder
+        makes the same JSON of it as of ``to_dict()``, without the built-in copy (REST replies)."""
+        return dict(zip(_SHOWN, _shown_values(self)))
 
     def to_json(self, indent: int = 0) -> str:
         """The record as the store keeps it (``indent``: for ``job.json``)."""

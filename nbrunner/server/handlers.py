@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import redis
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
@@ -26,11 +27,14 @@ from ..core.identity import Caller, local_caller
 from ..core.limits import MAX_INT64, bad_input, loads_json
 from ..core.models import STATUSES
 from .request_counts import flush_requests, request_tally, route_label
+from .submit_batch import submit_batcher
+from .token_identity import token_identity
 from .model_routes import ModelServerRoute, ModelServingRoute, ModelsRoute
 from .notification_routes import NotificationLogRoute, NotificationsRoute
 from .pipeline_routes import PipelineRerunRoute, PipelineRoute, PipelinesRoute
 
 API = r"/nbrunner/api"
+_ENCODER = msgspec.json.Encoder()
 ID = r"(?P<job_id>[a-z0-9]{1,32})"
 
 
@@ -124,6 +128,13 @@ class BaseHandler:
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(obj, default=str))
 
+    def reply_records(self, obj: Any, status: int = 200) -> None:
+        """:meth:`reply` of job records given as :meth:`~nbrunner.core.models.JobRecord.public_view`
+        (the same JSON as of their ``to_dict()``, encoded by msgspec: the hot routes' answers)."""
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(_ENCODER.encode(obj))
+
     def relative_path(self, path: Any, what: str = "notebook") -> str:
         """Refuse absolute paths and ``..``: REST paths are relative to the server root."""
         if not isinstance(path, str) or not path.strip():
@@ -150,6 +161,14 @@ class JupyterRoute(APIHandler):
     def api_url(self) -> str:
         """Where the API is served: ``<base_url>nbrunner/api``."""
         return self.base_url.rstrip("/") + "/nbrunner/api"
+
+    @property
+    def identity_provider(self) -> Any:
+        """Jupyter's, but when users are not told apart a request with the server's token in its
+        header gets the token's user made once, with no login cookie (:mod:`.token_identity`)."""
+        if self.settings.get("nbrunner_multi_user") or "identity_provider" not in self.settings:
+            return super().identity_provider
+        return token_identity(self.settings)
 
     @property
     def caller(self) -> Caller:
@@ -180,7 +199,7 @@ class JobsHandler(BaseHandler):
                                        order=arg("order", "newest"), after=arg("after", None))
         if "count=exact" in self.request.headers.get("Prefer", ""):  # what `nbrunner jobs` says it lists of
             self.set_header("X-Total-Count", str(self.api.count(self.caller, status)))
-        self.reply({"jobs": [r.to_dict() for r in records], "next": after})
+        self.reply_records({"jobs": [r.public_view() for r in records], "next": after})
 
     @web.authenticated
     async def post(self) -> None:
@@ -195,11 +214,11 @@ class JobsHandler(BaseHandler):
                 raise InvalidRequest("jobs must be a list of job requests")
             requests = [self._job_request(entry, i) for i, entry in enumerate(entries)]
             records = await self.in_thread(self.api.submit_many, self.caller, requests)
-            self.reply({"jobs": [r.to_dict() for r in records]}, 201)
+            self.reply_records({"jobs": [r.public_view() for r in records]}, 201)
             return
-        # concurrent submits share Redis's fsyncs
-        rec = await self.in_thread(self.api.submit, self.caller, self._job_request(data))
-        self.reply(rec.to_dict(), 201)
+        # concurrent submits are stored together: one thread hop, one Redis round trip per batch
+        rec = await submit_batcher(self.settings).submit(self.caller, self._job_request(data))
+        self.reply_records(rec.public_view(), 201)
 
     def _job_request(self, data: Any, index: int | None = None) -> dict[str, Any]:
         """A request of ``POST /jobs`` with its paths taken from the server root (``index``: its place
@@ -229,7 +248,7 @@ class JobsHandler(BaseHandler):
 class JobHandler(BaseHandler):
     @web.authenticated
     def get(self, job_id: str) -> None:
-        self.reply(self.api.job(self.caller, job_id).to_dict())
+        self.reply_records(self.api.job(self.caller, job_id).public_view())
 
     @web.authenticated
     def patch(self, job_id: str) -> None:

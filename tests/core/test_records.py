@@ -72,3 +72,13 @@ def test_duration_runs_from_start_to_finish():
                                   finished_at="2026-01-01T10:01:30.500Z")
     assert rec.duration() == 90.5
     assert msgspec.structs.replace(rec, started_at=None).duration() is None
+
+
+def test_public_view_encodes_to_the_json_of_to_dict():
+    """REST replies encode ``public_view()`` with msgspec: the same keys, order and values as ``to_dict()``."""
+    rec = submitted(JobRecord(id="abcdefgh", name="one", notebook="one.ipynb", parameters={"X": 7, "s": "é"},
+                              owner="me", output="runs/abcdefgh/output.ipynb", waiting={"code": "capacity", "message": "m"},
+                              throughput={"1": 2.5}, groups=["g"], inputs=["data.csv"], queue_position=3))
+    encoded = msgspec.json.encode(rec.public_view())
+    assert list(json.loads(encoded)) == list(rec.to_dict())
+    assert json.loads(encoded) == json.loads(json.dumps(rec.to_dict()))

@@ -63,3 +63,27 @@ async def test_bad_lists_are_refused(api, root):
                         ({"jobs": [{"notebook": "hello.ipynb"}], "name": "x"}, "alone")):
         code, got = await api("POST", "jobs", body=body)
         assert code == 400 and words in got["message"], (body, got)
+
+
+async def test_concurrent_single_submits_each_get_their_own_answer(api, root):
+    """Single ``POST /jobs`` arriving together are stored in shared batches (server.submit_batch):
+    every good one gets its own job, every bad one its own one-line 400, none affects another."""
+    import asyncio
+
+    bad = {3: ({"notebook": "nope.ipynb"}, "nope.ipynb"), 7: ({"notebook": "hello.ipynb", "priority": 0}, "priority"),
+           8: ({"notebook": "hello.ipynb", "bogus": 1}, "bogus")}
+    bodies = [bad[i][0] if i in bad else {"notebook": "hello.ipynb", "parameters": {"NAME": f"n{i}"}}
+              for i in range(12)]
+    before = set(CLUSTER["it"].store.ids())
+    answers = await asyncio.gather(*(api("POST", "jobs", body=b) for b in bodies))
+    for i, (code, got) in enumerate(answers):
+        if i in bad:
+            assert code == 400 and bad[i][1] in got["message"] and "\n" not in got["message"], (i, got)
+        else:
+            assert code == 201 and got["parameters"] == {"NAME": f"n{i}"} and got["status"] == "queued", (i, got)
+    created = {got["id"] for code, got in answers if code == 201}
+    assert len(created) == 9 and set(CLUSTER["it"].store.ids()) - before == created
+    for job_id in created:
+        assert (root / "runs" / job_id / "input.ipynb").exists()
+        done = await wait_status(api, job_id)
+        assert done["status"] == "completed", done["error"]

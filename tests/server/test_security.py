@@ -117,3 +117,20 @@ def test_credentials_never_appear_in_messages():
 
     assert redact(url) == "redis://admin:***@127.0.0.1:1/0"
     assert redact("unix:///tmp/x/redis.sock") == "unix:///tmp/x/redis.sock"
+
+
+async def test_concurrent_submits_of_several_users_keep_each_owner(jp_fetch):
+    """Single submits arriving together share a batch (server.submit_batch): each job is still its
+    submitter's, and each submitter sees only their own."""
+    import asyncio
+
+    users = ["alice", "bob", "carol"] * 4
+    answers = await asyncio.gather(*(as_user(jp_fetch, u)("POST", "jobs", body={"notebook": "hello.ipynb",
+                                                                                 "name": f"{u}-{i}"})
+                                     for i, u in enumerate(users)))
+    assert [code for code, _ in answers] == [201] * len(users)
+    assert [job["owner"] for _, job in answers] == users
+    for user in ("alice", "bob", "carol"):
+        _, seen = await as_user(jp_fetch, user)("GET", "jobs", limit="500")
+        mine = {job["id"] for (_, job), u in zip(answers, users) if u == user}
+        assert {j["owner"] for j in seen["jobs"]} == {user} and mine <= {j["id"] for j in seen["jobs"]}
