@@ -145,3 +145,51 @@ def test_the_check_sees_function_level_and_package_imports(tmp_path):
 @pytest.mark.parametrize("name", ["nbrunner.control.store", "nbrunner.client.cluster", "nbrunner.execution.worker"])
 def test_layer_of_reads_the_subpackage(name):
     assert layer_of(name) == LAYERS.index(name.split(".")[1])
+
+
+# core holds records and decisions: Redis, processes, threads, sockets and files are control's (or a
+# higher layer's).  config.py is the one edge inside it: it reads the environment and the cluster's
+# password file when a setting is asked for.
+IO_MODULES = {"redis", "rq", "subprocess", "socket", "psutil", "signal", "shutil", "tempfile", "multiprocessing",
+              "threading", "http.client", "http.server", "urllib.request", "requests", "httpx", "torch", "nbconvert",
+              "papermill", "jupyter_client"}
+OS_CALLS = {"walk", "kill", "replace", "remove", "unlink", "makedirs", "mkdir", "listdir", "scandir", "rename",
+            "getpid", "chmod", "chown", "open", "stat", "fork", "system"}
+PATH_CALLS = {"read_text", "read_bytes", "write_text", "write_bytes", "mkdir", "iterdir", "glob", "rglob", "is_file",
+              "is_dir", "exists", "resolve", "stat", "touch", "rmdir", "unlink", "open", "expanduser"}
+CORE_EDGE = {"nbrunner.core.config"}
+
+
+def io_in(path: Path) -> list[str]:
+    """The I/O imports and calls of one module: an I/O package imported, ``open()``, an ``os``
+    call that touches files or processes, a path method that does."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            found += [f"import {n}" for n in names if not getattr(node, "level", 0)
+                      and any(n == m or n.startswith(m + ".") for m in IO_MODULES)]
+        elif isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id == "open":
+                hit = True
+            elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "os":
+                hit = f.attr in OS_CALLS
+            else:
+                hit = isinstance(f, ast.Attribute) and f.attr in PATH_CALLS
+            if hit:
+                found.append(f"{ast.unparse(f)}() line {node.lineno}")
+    return found
+
+
+def test_core_does_no_io():
+    io = {name: found for name, path in modules().items()
+          if layer_of(name) == 0 and name not in CORE_EDGE and (found := io_in(path))}
+    assert io == {}, "core/ reads, writes or talks to something:\n" + "\n".join(f"{k}: {v}" for k, v in io.items())
+
+
+def test_the_io_check_sees_reads_writes_and_clients(tmp_path):
+    mod = tmp_path / "m.py"
+    mod.write_text("import redis\nfrom pathlib import Path\n\ndef f(p):\n    Path(p).write_text('x')\n"
+                   "    with open(p) as fh:\n        os.replace(p, p)\n        return fh.read(), 'a'.replace('a', 'b')\n")
+    assert io_in(mod) == ["import redis", "Path(p).write_text() line 5", "open() line 6", "os.replace() line 7"]
