@@ -79,6 +79,26 @@ def own_cluster(ws: Path, **options) -> Iterator:
         os.environ.update(saved)
 
 
+def multi_user_server() -> dict:
+    """A Jupyter server whose users are told apart by the test header (``tests/identity.py``), one
+    of them an admin: a module's ``jp_server_config``."""
+    return {
+        "ServerApp": {"jpserver_extensions": {"nbrunner.server": True}, "identity_provider_class": "identity.HeaderUsers"},
+        "NbrunnerExtension": {"multi_user": True, "admin_users": "root-admin"},
+    }
+
+
+@contextlib.contextmanager
+def served_workspace(notebooks: dict[str, str], **cluster) -> Iterator:
+    """A new workspace holding ``notebooks`` (name -> one cell's source) with its own cluster
+    (``own_cluster`` options); yields (workspace, cluster)."""
+    ws = short_tmpdir()
+    for name, source in notebooks.items():
+        make_notebook(ws / name, source)
+    with own_cluster(ws, **cluster) as running:
+        yield ws, running
+
+
 def rest_fetch(jp_fetch, headers: dict | None = None):
     """An async ``call(method, *path, body=None, raw=None, **params)`` to the nbrunner REST API that
     returns the raw response (error statuses included); POST and PATCH send ``{}`` without a body."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from support import make_notebook, own_cluster, rest_api, rest_fetch, short_tmpdir, wait_status
+from support import multi_user_server, rest_api, rest_fetch, served_workspace, wait_status
 
 pytestmark = pytest.mark.slow
 
@@ -13,9 +13,7 @@ pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 @pytest.fixture(scope="module")
 def root():
-    ws = short_tmpdir()
-    make_notebook(ws / "quick.ipynb", "import time\ntime.sleep(1)")
-    with own_cluster(ws, gpus=2, workers=1):
+    with served_workspace({"quick.ipynb": "import time\ntime.sleep(1)"}, gpus=2, workers=1) as (ws, cluster):
         yield ws
 
 
@@ -26,11 +24,7 @@ def jp_root_dir(root):
 
 @pytest.fixture
 def jp_server_config():
-    return {
-        "ServerApp": {"jpserver_extensions": {"nbrunner.server": True},
-                      "identity_provider_class": "identity.HeaderUsers"},
-        "NbrunnerExtension": {"multi_user": True, "admin_users": "root-admin"},
-    }
+    return multi_user_server()
 
 
 def header(user: str) -> dict:

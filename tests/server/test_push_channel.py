@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from support import make_notebook, own_cluster, rest_api, short_tmpdir, wait_status
+from support import multi_user_server, rest_api, served_workspace, wait_status
 
 pytestmark = pytest.mark.slow
 
@@ -18,9 +18,7 @@ pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 @pytest.fixture(scope="module")
 def root():
-    ws = short_tmpdir()
-    make_notebook(ws / "hello.ipynb", "print('hi')")
-    with own_cluster(ws, gpus=1, workers=1) as cluster:
+    with served_workspace({"hello.ipynb": "print('hi')"}, gpus=1, workers=1) as (ws, cluster):
         yield ws, cluster
 
 
@@ -31,11 +29,7 @@ def jp_root_dir(root):
 
 @pytest.fixture
 def jp_server_config():
-    return {
-        "ServerApp": {"jpserver_extensions": {"nbrunner.server": True},
-                      "identity_provider_class": "identity.HeaderUsers"},
-        "NbrunnerExtension": {"multi_user": True, "admin_users": "root-admin"},
-    }
+    return multi_user_server()
 
 
 class Channel:

@@ -10,7 +10,7 @@ import sys
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from support import make_notebook, own_cluster, rest_api, short_tmpdir
+from support import multi_user_server, rest_api, served_workspace, short_tmpdir
 
 pytestmark = pytest.mark.slow
 
@@ -19,9 +19,7 @@ pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 @pytest.fixture(scope="module")
 def root():
-    ws = short_tmpdir()
-    make_notebook(ws / "hello.ipynb", "print('hi')")
-    with own_cluster(ws, gpus=0, workers=1):
+    with served_workspace({"hello.ipynb": "print('hi')"}, gpus=0, workers=1) as (ws, cluster):
         yield ws
 
 
@@ -32,11 +30,7 @@ def jp_root_dir(root):
 
 @pytest.fixture
 def jp_server_config():
-    return {
-        "ServerApp": {"jpserver_extensions": {"nbrunner.server": True},
-                      "identity_provider_class": "identity.HeaderUsers"},
-        "NbrunnerExtension": {"multi_user": True, "admin_users": "root-admin"},
-    }
+    return multi_user_server()
 
 
 def as_user(jp_fetch, user):

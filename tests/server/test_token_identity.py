@@ -7,7 +7,7 @@ import json
 import pytest
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
-from support import make_notebook, own_cluster, short_tmpdir
+from support import served_workspace
 
 pytestmark = pytest.mark.slow
 
@@ -16,9 +16,7 @@ pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 @pytest.fixture(scope="module")
 def root():
-    ws = short_tmpdir()
-    make_notebook(ws / "hello.ipynb", "print('hi')")
-    with own_cluster(ws, gpus=0, workers=1):
+    with served_workspace({"hello.ipynb": "print('hi')"}, gpus=0, workers=1) as (ws, cluster):
         yield ws
 
 
