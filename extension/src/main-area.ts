@@ -124,3 +124,37 @@ export class MainAreaWidgets<T extends Widget> {
   private _shell: JupyterFrontEnd.IShell;
   private _options: MainAreaWidgets.IOptions<T>;
 }
+
+/** A list view shown once in the main area (schedules, pipelines): one record selected in it, or
+ * its list reloaded. */
+export interface IListView extends Widget {
+  select(id: string): void;
+  refresh(): Promise<void> | void;
+}
+
+/** The command that opens the list view of `views` (made by `create` the first time), selecting
+ * `args.id` in it or else reloading it, and the tab's restoration under `name`. */
+export function addListViewCommand<T extends IListView>(
+  commands: JupyterFrontEnd['commands'],
+  views: MainAreaWidgets<T>,
+  restorer: ILayoutRestorer | null,
+  command: string,
+  options: { label: string; caption: string; icon: LabIcon; name: string; create: () => T }
+): void {
+  const { label, caption, icon, name, create } = options;
+  commands.addCommand(command, {
+    label,
+    caption,
+    icon,
+    execute: args => {
+      const view = views.open('', create);
+      if (args.id) {
+        view.content.select(String(args.id));
+      } else {
+        void view.content.refresh();
+      }
+      return view;
+    }
+  });
+  views.restore(restorer, { command, name: () => name });
+}

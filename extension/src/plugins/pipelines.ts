@@ -9,7 +9,7 @@ import { IDefaultFileBrowser, IFileBrowserFactory } from '@jupyterlab/filebrowse
 import { errorMessage, runPipelineFile } from '../api';
 import { CommandIDs, PALETTE_CATEGORY } from '../command-ids';
 import { pipelineIcon, PipelinesView } from '../components/PipelinesView';
-import { MainAreaWidgets } from '../main-area';
+import { addListViewCommand, MainAreaWidgets } from '../main-area';
 import { isPipelineFile } from '../pipeline-graph';
 import { IPushChannel } from '../tokens';
 
@@ -42,21 +42,13 @@ export const pipelinesPlugin: JupyterFrontEndPlugin<void> = {
         openJob: (id, name) => void commands.execute(CommandIDs.openJob, { id, name })
       });
 
-    commands.addCommand(CommandIDs.openPipelines, {
+    addListViewCommand(commands, views, restorer, CommandIDs.openPipelines, {
       label: 'Open nbrunner pipelines',
-      caption: 'Pipelines: the graph of each pipeline\'s steps, live',
+      caption: "Pipelines: the graph of each pipeline's steps, live",
       icon: pipelineIcon,
-      execute: args => {
-        const view = views.open('', create);
-        if (args.id) {
-          view.content.select(String(args.id));
-        } else {
-          void view.content.refresh();
-        }
-        return view;
-      }
+      name: 'pipelines',
+      create
     });
-    views.restore(restorer, { command: CommandIDs.openPipelines, name: () => 'pipelines' });
 
     const selectedPipelineFile = (): string | null => {
       const browser = browserFactory?.tracker.currentWidget ?? defaultBrowser;

@@ -5,7 +5,7 @@ import { IDocumentManager } from '@jupyterlab/docmanager';
 
 import { CommandIDs, PALETTE_CATEGORY } from '../command-ids';
 import { scheduleIcon, SchedulesView } from '../components/SchedulesView';
-import { MainAreaWidgets } from '../main-area';
+import { addListViewCommand, MainAreaWidgets } from '../main-area';
 import { editSchedule } from '../run-as-job';
 import { IPushChannel } from '../tokens';
 
@@ -42,21 +42,13 @@ export const schedulesPlugin: JupyterFrontEndPlugin<void> = {
         edit: schedule => editSchedule(app, docManager, schedule)
       });
 
-    commands.addCommand(CommandIDs.openSchedules, {
+    addListViewCommand(commands, views, restorer, CommandIDs.openSchedules, {
       label: 'Open nbrunner schedules',
       caption: 'Schedules: pause, resume, edit, delete, and their runs',
       icon: scheduleIcon,
-      execute: args => {
-        const view = views.open('', create);
-        if (args.id) {
-          view.content.select(String(args.id));
-        } else {
-          void view.content.refresh();
-        }
-        return view;
-      }
+      name: 'schedules',
+      create
     });
-    views.restore(restorer, { command: CommandIDs.openSchedules, name: () => 'schedules' });
     palette?.addItem({ command: CommandIDs.openSchedules, category: PALETTE_CATEGORY });
   }
 };
