@@ -53,6 +53,19 @@ def accounts_yaml(users: list[str]) -> str:
             "default: {weight: 1}\nreclaim_after: 10\n")
 
 
+# JupyterHub polls a managed service every 30 s (its _ServiceSpawner is made without the hub's
+# config: no setting changes that) and starts it again only then.  The soak polls it every 2 s, as
+# a process supervisor (systemd's Restart=always) would notice an external service's exit, so that
+# the service's recovery measures nbrunner's start, not the hub's constant.
+PROMPT_SERVICE_POLL = """
+import jupyterhub.services.service as _hub_services
+_start_polling = _hub_services._ServiceSpawner.start_polling
+def _prompt_polling(self):
+    self.poll_interval = 2
+    _start_polling(self)
+_hub_services._ServiceSpawner.start_polling = _prompt_polling
+"""
+
 class Soak:
     def __init__(self, args: argparse.Namespace):
         self.args = args
@@ -139,7 +152,7 @@ class Soak:
             accounts = self.ws / "accounts.yaml"
             accounts.write_text(accounts_yaml(self.users))
             extra = (f"service['command'] += ['--accounts', {str(accounts)!r}]\n"
-                     "c.Spawner.poll_interval = 2\nc.LocalProcessSpawner.poll_interval = 2\n")
+                     "c.Spawner.poll_interval = 2\nc.LocalProcessSpawner.poll_interval = 2\n" + PROMPT_SERVICE_POLL)
             (self.ws / "hub").mkdir(exist_ok=True)
             hub = Hub(cluster.env(), admins=["soakadmin"], extra_config=extra, scratch=self.ws / "hub").start()
             for name in [*self.users, self.mallory]:

@@ -35,4 +35,14 @@ def fence(rec: JobRecord, attempt: int | None) -> None:
         raise Refused(f"job {rec.id}: attempt {attempt} is stale (now attempt {rec.attempt}, {rec.phase})")
 
 
-__all__ = ["Refused", "fence", "same_attempt", "OWNED"]
+def fence_files(current: str | None, attempt: int) -> None:
+    """Refused if the job directory's attempt mark ``current`` (the text its newest attempt wrote
+    there when it started; None: no mark) names another attempt than ``attempt``: a stale
+    attempt's output must not overwrite the output of the attempt run after it."""
+    if current is None:
+        return
+    if current.strip() != str(attempt):
+        raise Refused(f"attempt {attempt} is stale (the job directory belongs to attempt {current.strip() or '?'})")
+
+
+__all__ = ["Refused", "fence", "fence_files", "same_attempt", "OWNED"]

@@ -21,7 +21,8 @@ from typing import Optional
 from ..core.config import HOST, HOST_ADDR, JOB_DIR, JOB_ID, LEARNER_START_TIMEOUT_S
 from ..control import runtime
 from ..control.grants import GrantClient
-from ..control.job_channel import Direct, WorkerChannel
+from ..control.job_channel import ChannelError, Direct, WorkerChannel
+from ..control.outage import UNREACHABLE
 from ..control.store import JobStore
 from .launcher import LocalLauncher, learner_command
 from .slots import LocalSlots, Slot
@@ -145,6 +146,7 @@ class RemoteLearner:
         self.deadline = deadline
         self.pid: Optional[int] = None
         self.worker: Optional[str] = None
+        self._said_unreachable = -1e9
 
     @classmethod
     def start(cls, channel, spec, timeout: float = LEARNER_START_TIMEOUT_S) -> "RemoteLearner":
@@ -175,6 +177,23 @@ class RemoteLearner:
         return False
 
     def poll(self) -> Optional[int]:
+        """The learner's exit code once it ended, else None; None too while Redis (or the job's
+        work horse, which asks Redis for the job) is out of reach: a restart of Redis does not
+        end the training, the learner's state is asked again on the next poll."""
+        try:
+            return self._poll()
+        except UNREACHABLE + (ChannelError,) as exc:
+            self._unreachable(exc)
+            return None
+
+    def _unreachable(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        if now - self._said_unreachable > 10:
+            self._said_unreachable = now
+            log.warning("learner %s: its state is out of reach (%s): asking again", self.learner,
+                        exc.__class__.__name__)
+
+    def _poll(self) -> Optional[int]:
         st = self.status()
         if st.get("rc") is not None:
             return st["rc"]
@@ -187,10 +206,13 @@ class RemoteLearner:
         return None
 
     def _signal(self, sig: int) -> None:
-        if self.worker is None and self._cancel():
-            return  # never started: nothing to signal
-        if self.worker:
-            self.channel.signal_learner(self.learner, sig)
+        try:
+            if self.worker is None and self._cancel():
+                return  # never started: nothing to signal
+            if self.worker:
+                self.channel.signal_learner(self.learner, sig)
+        except UNREACHABLE + (ChannelError,) as exc:  # the trainer kills it later if it stays
+            self._unreachable(exc)
 
     def terminate(self) -> None:
         self._signal(int(signal.SIGTERM))

@@ -62,7 +62,7 @@ class LearnerProcess:
 class Exits:
     """What :meth:`LearnerPool.poll_exits` found."""
 
-    slots: list = field(default_factory=list)      # slots whose learner exited: to release
+    slots: list = field(default_factory=list)      # slots whose learner exited, not kept: to release
     failures: list = field(default_factory=list)   # (learner, failure info) in order
     finished: bool = False                         # a learner exited 0 unasked: training is over
 
@@ -199,7 +199,8 @@ class LearnerPool:
 
     def poll_exits(self, involved: set, step: int) -> Exits:
         """Note the learners that exited; a standby one that failed is counted here, the
-        others are returned (the caller releases their slots)."""
+        others are returned (the caller releases their slots, except the slot of a learner
+        that failed on a slot still granted: it is kept for the learner that replaces it)."""
         out = Exits()
         for L in list(self.learners.values()):
             if not L.alive:
@@ -215,16 +216,19 @@ class LearnerPool:
                     self.standby_failures += 1
                     self.say(f"  standby learner {L.lid} exited with code {rc}" + self.tail_note(L))
                 continue
-            out.slots.append(L.slot)
-            if rc == 0:
-                if not L.leaving:
+            if rc == 0 or L.t_stop is not None or (L.leaving and L.lid not in involved):
+                out.slots.append(L.slot)
+                if rc == 0 and not L.leaving:
                     out.finished = True  # learners only exit 0 when told to leave, or when done
-                continue
-            if L.t_stop is not None:
-                continue  # we stopped it
-            if L.leaving and L.lid not in involved:
-                continue  # it had left every generation in play: nothing is lost
+                continue  # exited 0, stopped by us, or out of every generation in play: nothing is lost
             self.slot_failures[L.slot] = self.slot_failures.get(L.slot, 0) + 1
+            if L.slot in self.granted and self.slot_failures[L.slot] < self.options.max_slot_failures:
+                # the slot stays held for the learner that replaces this one (poll_grants starts
+                # it at once): released, it would go back to the scheduler, which may give it to
+                # another job and leave this one waiting for a slot; taken back, it is released
+                self._unbound.add(L.slot)
+            else:
+                out.slots.append(L.slot)
             out.failures.append((L, {"learner": L.lid, "slot": asdict(L.slot), "exit_code": rc, "step": step,
                                      "time": time.time(), "status": prev}))
         return out
@@ -322,8 +326,11 @@ class LearnerPool:
                 L.handle.kill()
                 L.handle.wait(3.0)
             L.status = "exited"
-        if live:
+        gone = [L.slot for L in live if L.slot is not None]
+        gone += sorted(self._unbound - set(gone))  # kept for a replacement that never came
+        self._unbound = set()
+        if gone:
             try:
-                self.slots.released([L.slot for L in live if L.slot is not None])
+                self.slots.released(gone)
             except Exception:
                 pass

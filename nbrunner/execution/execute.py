@@ -24,6 +24,8 @@ from ..core.notebooks import load_nbformat
 from ..control.store import JobStore
 from . import as_owner
 from .attempt import die_with_parent, end, finish, job_environment, start_attempt
+from .attempt_output import claim, fenced_path
+from .attempt_output import write as write_output
 from .deadline import Deadline
 from .kernels import kernel_config, kernel_processes, remove_kernel_sockets
 from .warm_kernel import finish_shutdowns, offered, shut_down
@@ -117,15 +119,16 @@ def never_started(exc: BaseException, output: Path) -> bool:
     return not any(c.get("metadata", {}).get("papermill", {}).get("start_time") for c in nb.cells)
 
 
-def mark_failure(output: Path, error: str) -> None:
-    """Show where a job stopped when papermill did not mark it (timeout, dead kernel)."""
+def mark_failure(output: Path, error: str, attempt: int | None = None) -> None:
+    """Show where a job stopped when papermill did not mark it (timeout, dead kernel); written
+    only while ``attempt`` owns the job directory (:mod:`.attempt_output`)."""
     try:
         nb = nbformat.read(str(output), as_version=4)
     except Exception:
         return
     if any(c.get("metadata", {}).get("papermill", {}).get("exception") for c in nb.cells):
         nb.metadata.setdefault("nbrunner", {})["error"] = error
-        nbformat.write(nb, str(output))
+        write_output(output, nbformat.writes(nb), attempt)
         return
     at = len(nb.cells)
     for i, cell in enumerate(nb.cells):
@@ -136,7 +139,7 @@ def mark_failure(output: Path, error: str) -> None:
     note.metadata["tags"] = ["nbrunner-error"]
     nb.cells.insert(at, note)
     nb.metadata.setdefault("nbrunner", {})["error"] = error
-    nbformat.write(nb, str(output))
+    write_output(output, nbformat.writes(nb), attempt)
 
 
 @contextmanager
@@ -207,7 +210,7 @@ def execute_notebook(rec: JobRecord, job_dir: Path, cwd: Path, out, failed_kerne
         try:
             pm.execute_notebook(
                 str(job_dir / "input.ipynb"),
-                str(output),
+                fenced_path(output, rec.attempt),  # saved only while this attempt owns the job
                 parameters=rec.parameters,
                 kernel_name=rec.kernel,
                 language=rec.language,
@@ -258,7 +261,7 @@ def run_notebook(rec: JobRecord, job_dir: Path, cwd: Path, env: dict[str, str], 
                 error = timeout_error(rec.timeout)
             out.write(f"\n[nbrunner] job failed: {error}\n")
             if output.exists():
-                mark_failure(output, error)
+                mark_failure(output, error, rec.attempt)
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 if interrupted is not None:
                     interrupted(error, timed_out)
@@ -277,6 +280,7 @@ def run_job(job_id: str, attempt: int) -> str:
     rec = start_attempt(store, job_id, attempt, worker, host)
     if rec is None:
         return "skipped"
+    claim(settings.job_dir(job_id), rec.attempt)  # from now on an earlier attempt's output is refused
     if as_owner.enabled():
         from .owner_job import run_as_owner
 

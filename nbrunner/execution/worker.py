@@ -31,7 +31,7 @@ from rq import Worker
 from ..control.actions import advance
 from ..control.job_access import check_protected, mark_run_as_owner, revoke_access, runs_as_owner
 from ..control.queues import DEFAULT_QUEUE, host_queue, rq_connection
-from ..control.outage import until_reachable
+from ..control.outage import UNREACHABLE, until_reachable
 from ..control.registration import heartbeat, heartbeat_interval, unregister
 from ..core.config import (GPU_DETECT_TIMEOUT_S, HEARTBEAT_RETRY_S, HOST, HOST_ADDR, LEFTOVERS_WAIT_S,
                            WORKER_SOCKET_TIMEOUT_S, WORKER_TTL, RUN_AS_OWNER, Settings, check)
@@ -130,6 +130,16 @@ class NbrunnerWorker(Worker):
             except Exception as exc:  # Redis restarting or out of reach: retry soon, to be back at once
                 log.warning("heartbeat failed: %s", exc.__class__.__name__)
                 wait = HEARTBEAT_RETRY_S
+
+    def maintain_heartbeats(self, job, execution) -> None:
+        """rq's heartbeats while the horse runs (every ``job_monitoring_interval``).  Redis
+        restarting at that moment does not end the worker (rq's loop would quit, and the job's
+        horse, kernel and learners die with the worker): the next tick beats again."""
+        try:
+            super().maintain_heartbeats(job, execution)
+        except UNREACHABLE as exc:
+            log.warning("job heartbeat failed: Redis out of reach (%s): beating again at the next tick",
+                        exc.__class__.__name__)
 
     def _spare_loop(self) -> None:
         """Between jobs, start a spare kernel again if the last one died."""

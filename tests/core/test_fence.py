@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from nbrunner.control.job_channel import stamped
+from nbrunner.core.fence import fence_files
 from nbrunner.core.lifecycle import (
     Declare, Dispatch, Progress, Refused, Start, TrainingOver, WorkerLost, fence, submitted, transition,
 )
@@ -106,3 +107,19 @@ def test_no_write_of_a_past_attempt_ever_changes_the_record(life, retries):
         if done.record is None:
             break
         rec = done.record
+
+
+@pytest.mark.parametrize("mark, attempt, owns", [
+    (None, 3, True),       # no attempt claimed the directory (a job run outside a worker)
+    ("3", 3, True),
+    ("3\n", 3, True),
+    ("4", 3, False),       # re-run elsewhere: the stale attempt's files are refused
+    ("2", 3, False),       # a newer attempt never yields to an older one either
+    ("", 3, False),
+])
+def test_fence_files(mark, attempt, owns):
+    if owns:
+        fence_files(mark, attempt)
+    else:
+        with pytest.raises(Refused, match=f"attempt {attempt} is stale"):
+            fence_files(mark, attempt)

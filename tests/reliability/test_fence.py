@@ -1,15 +1,14 @@
 """The attempt fence on a real cluster: a worker cut off (frozen with SIGSTOP: it, its work horse
 and its kernel stop talking, as behind a dead link) loses its job to the other worker; when the
-old attempt's kernel runs again, its writes (metrics, slot releases) change nothing, and the job
-ends once, by its new attempt."""
+old attempt's kernel and work horse run again, their writes (metrics, slot releases, the saves of
+``output.ipynb``) change nothing, and the job ends once, by its new attempt."""
 from __future__ import annotations
-
-import os
 
 import psutil
 import pytest
 
 from nbrunner.control import grants
+from nbrunner.core.config import OUTPUT_AUTOSAVE_S
 
 from support import make_notebook, own_cluster, short_tmpdir, wait_for
 
@@ -21,6 +20,7 @@ import nbrunner
 attempt = int(os.environ["NBRUNNER_ATTEMPT"])
 for i in range(3000 if attempt == 1 else 40):
     nbrunner.record(f"from_attempt_{attempt}", i)
+    print(f"attempt {attempt} beat {i}", flush=True)
     with open(pathlib.Path(TRIES), "a") as f:
         f.write(f"{attempt} {i}\\n")
     time.sleep(0.1)
@@ -55,7 +55,8 @@ def test_a_cut_off_attempt_cannot_write_to_the_job_run_again_elsewhere(monkeypat
                      and _tries(tries, 2) > 3, 120, 0.1, "attempt 2 to run on the other worker")
             assert job.record.worker != first.worker
             held_then = job.record.metrics.get("from_attempt_1")
-            kernel.resume()  # the old attempt's kernel talks again, its worker still cut off
+            for p in frozen[1:]:  # the old attempt's horse (papermill) and kernel talk again, its worker still cut off
+                p.resume()
             seen = _tries(tries, 1)
             wait_for(lambda: _tries(tries, 1) > seen + 10, 60, 0.1, "the stale kernel to write again")
             slots = grants.held_by(cluster.store.r, job.id)
@@ -63,16 +64,22 @@ def test_a_cut_off_attempt_cannot_write_to_the_job_run_again_elsewhere(monkeypat
             assert grants.release(cluster.store.r, job.id, slots, attempt=1) == []  # a stale release: refused
             assert grants.held_by(cluster.store.r, job.id) == slots
             assert job.refresh().record.metrics.get("from_attempt_1") == held_then, "a stale write landed"
+            job.wait(180)
+            # the stale papermill saves output.ipynb as its kernel prints (every OUTPUT_AUTOSAVE_S):
+            # let the stale kernel beat for three of those periods after the job ended
+            seen = _tries(tries, 1)
+            wait_for(lambda: _tries(tries, 1) > seen + 30 * OUTPUT_AUTOSAVE_S, 240, 0.2, "the stale attempt to go on")
+            output = (ws / "runs" / job.id / "output.ipynb").read_text()
+            assert "attempt 2 beat 39" in output
+            assert "attempt 1 beat" not in output, "the stale attempt overwrote output.ipynb"
         finally:
             for p in frozen:
                 try:
                     p.resume()
                 except psutil.Error:
                     pass
-        job.wait(180)
         rec = job.record
         assert rec.status == "completed", rec.error
         assert rec.attempt == 2 and rec.metrics.get("from_attempt_1") == held_then
         assert [h["status"] for h in rec.history].count("completed") == 1
         assert rec.history[-1]["status"] == "completed"
-        assert os.path.exists(ws / "runs" / job.id / "output.ipynb")
