@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import tempfile
 import signal
 import subprocess
 import sys
@@ -251,6 +252,8 @@ class UnixUsers:
                     except psutil.Error:
                         pass
             sh("userdel", "-f", "-r", name, check=False)
+            # userdel -r leaves the temp directory: torch made its per-user cache there
+            shutil.rmtree(Path(tempfile.gettempdir()) / f"torchinductor_{name}", ignore_errors=True)
         for d, mode in reversed(self._restore):
             os.chmod(d, mode)
 

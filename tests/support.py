@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 import time
 import urllib.error
@@ -340,6 +341,8 @@ def unix_accounts(*users: str, service: str | None = None) -> Iterator[dict]:
     finally:
         for name in (*users, *([service] if service else [])):
             sh("userdel", "-f", "-r", name, check=False)
+            # userdel -r leaves the temp directory: torch made its per-user cache there
+            shutil.rmtree(Path(tempfile.gettempdir()) / f"torchinductor_{name}", ignore_errors=True)
         if service:
             sh("groupdel", service, check=False)
         for d, mode in reversed(restore):
