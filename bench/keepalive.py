@@ -149,3 +149,16 @@ def generator_ceiling(clients: int = 10, per: int = 500, body: dict | list | Non
     """The generator's own rate against :func:`trivial_server` (its ceiling on this machine now)."""
     with trivial_server() as url:
         return keepalive_load(url + "/", "x" * 32, "POST", body, clients=clients, per=per)
+
+
+@contextmanager
+def workers_suspended(r):
+    """rq's own suspension on the cluster's Redis ``r`` (what ``rq suspend`` sets): the workers take
+    no new job until it ends, so submitted jobs queue and the machine's CPU is the API's alone."""
+    from rq.suspension import resume, suspend
+
+    suspend(r)
+    try:
+        yield
+    finally:
+        resume(r)

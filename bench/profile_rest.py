@@ -1,7 +1,8 @@
 """Where a REST request's time goes in the Jupyter server: ``python bench/profile_rest.py [PER [OUT]]``.
 
 Starts a 2-worker cluster and a Jupyter server with the nbrunner extension on it, then sends
-``POST /jobs`` and ``GET /jobs?limit=50`` from 10 kept-alive clients (:mod:`keepalive`), each
+``POST /jobs`` (with the workers running the jobs, then with them suspended: the API alone) and
+``GET /jobs?limit=50`` from 10 kept-alive clients (:mod:`keepalive`), each
 ``PER`` requests (default 100), while py-spy (when installed: ``pip install py-spy``) samples the
 server process; the flame graphs go to ``OUT`` (default: a temporary directory) as
 ``post.svg``/``get.svg`` and their hottest functions as ``post.txt``/``get.txt``.  Without py-spy
@@ -9,6 +10,7 @@ it prints the rates and the server's CPU per request only.  Also prints the gene
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -20,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_jobs import trivial_notebook  # noqa: E402
-from keepalive import generator_ceiling, keepalive_load, process_cpu_s  # noqa: E402
+from keepalive import generator_ceiling, keepalive_load, process_cpu_s, workers_suspended  # noqa: E402
 from loadgen import jupyter_server  # noqa: E402
 
 CLIENTS = 10
@@ -68,16 +70,19 @@ def main(per: int = 100, out: str | None = None) -> None:
         os.environ.pop(k, None)
     post = {"notebook": "one.ipynb", "parameters": {"X": 7}}
     print("generator ceiling (trivial server):", generator_ceiling(body=post))
-    with nbrunner.setup_cluster(gpus=0, workers=2, workspace=ws), jupyter_server(ws, pids := []) as (base, token):
+    with nbrunner.setup_cluster(gpus=0, workers=2, workspace=ws) as cluster, \
+            jupyter_server(ws, pids := []) as (base, token):
         root = base[: -len("/nbrunner/api")]
         keepalive_load(root + "/nbrunner/api/jobs", token, "POST", post, clients=2, per=5)
-        for name, path, method, body in (("status", "/api/status", "GET", None),
-                                         ("post", "/nbrunner/api/jobs", "POST", post),
-                                         ("get", "/nbrunner/api/jobs?limit=50", "GET", None)):
-            got = measured(pids[0], dest, name, root + path, token, method, body, per)
-            print(f"{method} {path}: {got['rate']:.0f}/s p50 {got['p50_s'] * 1000:.1f} ms p99 "
-                  f"{got['p99_s'] * 1000:.1f} ms, server CPU {got['server_cpu_ms']:.2f} ms/request, "
-                  f"{len(got['errors'])} errors; load {os.getloadavg()[0]:.1f}")
+        for name, path, method, body, alone in (("status", "/api/status", "GET", None, False),
+                                                ("post", "/nbrunner/api/jobs", "POST", post, False),
+                                                ("post-alone", "/nbrunner/api/jobs", "POST", post, True),
+                                                ("get", "/nbrunner/api/jobs?limit=50", "GET", None, False)):
+            with workers_suspended(cluster.store.r) if alone else contextlib.nullcontext():
+                got = measured(pids[0], dest, name, root + path, token, method, body, per)
+            print(f"{method} {path}{' (workers suspended: the API alone)' if alone else ''}: {got['rate']:.0f}/s "
+                  f"p50 {got['p50_s'] * 1000:.1f} ms p99 {got['p99_s'] * 1000:.1f} ms, server CPU "
+                  f"{got['server_cpu_ms']:.2f} ms/request, {len(got['errors'])} errors; load {os.getloadavg()[0]:.1f}")
             if (dest / f"{name}.txt").exists():
                 print(top(dest / f"{name}.txt"))
     print(f"profiles in {dest}")
