@@ -100,6 +100,28 @@ def served_workspace(notebooks: dict[str, str], **cluster) -> Iterator:
         yield ws, running
 
 
+def server_fixtures(notebooks: dict[str, str], multi_user: bool = True, **cluster):
+    """A test module's ``root`` (a served workspace, see :func:`served_workspace`, for the module),
+    ``jp_root_dir`` (it) and ``jp_server_config`` (the nbrunner extension; users told apart by the
+    test header with ``multi_user``) fixtures: ``root, jp_root_dir, jp_server_config = ...``."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def root():
+        with served_workspace(notebooks, **cluster) as (ws, _):
+            yield ws
+
+    @pytest.fixture
+    def jp_root_dir(root):
+        return root
+
+    @pytest.fixture
+    def jp_server_config():
+        return multi_user_server() if multi_user else {"ServerApp": {"jpserver_extensions": {"nbrunner.server": True}}}
+
+    return root, jp_root_dir, jp_server_config
+
+
 def rest_fetch(jp_fetch, headers: dict | None = None):
     """An async ``call(method, *path, body=None, raw=None, **params)`` to the nbrunner REST API that
     returns the raw response (error statuses included); POST and PATCH send ``{}`` without a body."""

@@ -4,27 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from support import multi_user_server, rest_api, rest_fetch, served_workspace, wait_status
+from support import rest_api, rest_fetch, server_fixtures, wait_status
 
 pytestmark = pytest.mark.slow
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
-@pytest.fixture(scope="module")
-def root():
-    with served_workspace({"quick.ipynb": "import time\ntime.sleep(1)"}, gpus=2, workers=1) as (ws, cluster):
-        yield ws
-
-
-@pytest.fixture
-def jp_root_dir(root):
-    return root
-
-
-@pytest.fixture
-def jp_server_config():
-    return multi_user_server()
+root, jp_root_dir, jp_server_config = server_fixtures({"quick.ipynb": "import time\ntime.sleep(1)"}, gpus=2, workers=1)
 
 
 def header(user: str) -> dict:

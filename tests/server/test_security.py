@@ -10,27 +10,14 @@ import sys
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from support import multi_user_server, rest_api, served_workspace, short_tmpdir
+from support import rest_api, server_fixtures, short_tmpdir
 
 pytestmark = pytest.mark.slow
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
-@pytest.fixture(scope="module")
-def root():
-    with served_workspace({"hello.ipynb": "print('hi')"}, gpus=0, workers=1) as (ws, cluster):
-        yield ws
-
-
-@pytest.fixture
-def jp_root_dir(root):
-    return root
-
-
-@pytest.fixture
-def jp_server_config():
-    return multi_user_server()
+root, jp_root_dir, jp_server_config = server_fixtures({"hello.ipynb": "print('hi')"}, gpus=0, workers=1)
 
 
 def as_user(jp_fetch, user):

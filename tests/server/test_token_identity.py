@@ -7,27 +7,14 @@ import json
 import pytest
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
-from support import served_workspace
+from support import server_fixtures
 
 pytestmark = pytest.mark.slow
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
-@pytest.fixture(scope="module")
-def root():
-    with served_workspace({"hello.ipynb": "print('hi')"}, gpus=0, workers=1) as (ws, cluster):
-        yield ws
-
-
-@pytest.fixture
-def jp_root_dir(root):
-    return root
-
-
-@pytest.fixture
-def jp_server_config():
-    return {"ServerApp": {"jpserver_extensions": {"nbrunner.server": True}}}
+root, jp_root_dir, jp_server_config = server_fixtures({"hello.ipynb": "print('hi')"}, multi_user=False, gpus=0, workers=1)
 
 
 @pytest.fixture
