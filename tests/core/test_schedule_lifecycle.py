@@ -14,6 +14,8 @@ from nbrunner.core.models import parse_time
 from nbrunner.core.schedule_lifecycle import Delete, Edit, Fire, Ran, Removed, SubmitRun, created, transition
 from nbrunner.core.schedules import ScheduleRecord, ScheduleSpec, ScheduleState, iso
 
+from machine_checks import step_purely
+
 T0 = datetime(2026, 1, 1, 0, 0, 0, tzinfo=timezone.utc)
 DUE = iso(T0 + timedelta(seconds=60))
 
@@ -153,13 +155,9 @@ def test_invariants_hold_after_every_event(clock, overlap, moves):
             "every": Edit(changes={"every": n, "cron": None}, at=now),
             "ran": Ran(job=f"j{n}"), "ran_error": Ran(error="e"),
         }[move]
-        before = rec.model_dump_json()
-        try:
-            done = transition(rec, event)
-        except Refused:
-            assert rec.model_dump_json() == before
+        done = step_purely(transition, rec, event)
+        if done is None:
             continue
-        assert rec.model_dump_json() == before  # pure: the record given is never changed
         new = done.record
         check_invariants(new)
         if isinstance(event, Fire):

@@ -16,6 +16,8 @@ from nbrunner.core.sweeps.record import SweepRecord, SweepStatus, Trial, TrialSt
 from nbrunner.core.sweeps.spec import parse_spec
 from nbrunner.core.sweeps.trials import generate_trials
 
+from machine_checks import step_purely
+
 T = "2026-01-01T00:00:05.000Z"
 TS = TrialState
 
@@ -313,13 +315,9 @@ def test_invariants_hold_after_every_event(n, max_parallel, early, moves, cancel
         if event is None:
             continue
         rec = world.rec
-        before = rec.model_dump_json()
-        try:
-            done = transition(rec, event)
-        except Refused:
-            assert rec.model_dump_json() == before
+        done = step_purely(transition, rec, event)
+        if done is None:
             continue
-        assert rec.model_dump_json() == before  # pure: the record given is never changed
         new = done.record
         check_invariants(new)
         assert any(isinstance(a, Ended) for a in done.actions) == (new.finished and not rec.finished)
