@@ -226,7 +226,8 @@ def _store_and_begin(store: JobStore, settings: Settings, rec: PipelineRecord) -
     lock = _lock(store, rec.id)
     lock.acquire()  # a fresh id: nobody else holds it; the scheduler skips the pipeline until we are done
     try:
-        rec = _apply(store, settings, rec, Begin(at=utcnow()), new=True)
+        _write(store, rec.id, new=rec)  # stored first: a crash while its first jobs are made is recovered
+        rec = _apply(store, settings, rec, Begin(at=utcnow()))
     finally:
         lock.release()
     return rec
@@ -234,13 +235,13 @@ def _store_and_begin(store: JobStore, settings: Settings, rec: PipelineRecord) -
 
 # ---- carrying out transitions ----------------------------------------------------------------------
 
-def _apply(store: JobStore, settings: Settings, rec: PipelineRecord, event: Any, new: bool = False) -> PipelineRecord:
-    """Apply ``event`` to ``rec`` (``new``: a pipeline not stored yet) in one write: the jobs of the
+def _apply(store: JobStore, settings: Settings, rec: PipelineRecord, event: Any) -> PipelineRecord:
+    """Apply ``event`` to ``rec`` in one write: the jobs of the
     steps it queues are made first (the caller holds the pipeline's lock, so never twice), and the
     write carries the event and what became of them (:func:`_write`, which applies them to the
     record as stored); then the other actions are carried out.  Returns the record written."""
     chain, submitted, actions = _submit_queued(store, settings, rec, event)
-    rec, _ = _write(store, rec.id, chain, new=rec if new else None, submitted=submitted)
+    rec, _ = _write(store, rec.id, chain, submitted=submitted)
     for action in actions:
         if isinstance(action, CancelJob):
             _quietly(lambda: submit.cancel(store, action.job, settings, reason="cancelled with its pipeline"))
@@ -358,6 +359,10 @@ def advance_pipeline(store: JobStore, settings: Settings, pipeline_id: str, wait
         if found is None or found[0].finished:
             return None if found is None else found[0]
         rec = found[0]
+        try:  # its creator died before it began (it holds the lock until then)
+            rec = _apply(store, settings, rec, Begin(at=utcnow()))
+        except Refused:  # begun, as nearly always
+            pass
         for name in list(rec.steps):
             st = rec.steps[name]
             if rec.finished or st.status not in (StepStatus.QUEUED, StepStatus.RUNNING):

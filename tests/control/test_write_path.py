@@ -273,7 +273,8 @@ def _pipeline_entries(store, after: str) -> list[dict]:
 @pytest.mark.slow
 def test_a_pipeline_step_writes_the_record_once(store, workspace):
     """The job of a step a transition queues is made first; one write carries the transition and
-    what became of the job (never a second write from the action)."""
+    what became of the job (never a second write from the action).  A creator that died before its
+    pipeline began: the next pass begins it."""
     from nbrunner.control import submit
     from nbrunner.control.pipelines import ACTIVE_PIPELINES, advance_pipeline, create_pipeline, get_record, \
         pipeline_key, submitting_key
@@ -289,7 +290,8 @@ def test_a_pipeline_step_writes_the_record_once(store, workspace):
     rec = create_pipeline(store, settings, spec)
     seen = writes.seen()
     key = pipeline_key(rec.id)
-    assert [d for c, d in zip(writes.channels, seen) if c.endswith(":" + key)] == ["set"]  # its lock, marks aside
+    # stored, then Begin and its step's StepSubmitted in one write (its lock and marks aside; before: three writes)
+    assert [d for c, d in zip(writes.channels, seen) if c.endswith(":" + key)] == ["set", "set"]
     assert {"hset", "hdel"} <= set(seen), seen  # the step marked before its job was made, cleared by the write
     assert rec.to_json() == get_record(store, rec.id).to_json() and rec.steps["a"].submitted and rec.steps["a"].job
     assert rec.steps["b"].status == "pending" and store.r.sismember(ACTIVE_PIPELINES, rec.id)
@@ -344,3 +346,46 @@ def test_a_sweep_writer_with_a_stale_read_never_overwrites(store, workspace):
         sweeps._apply(store, settings, rec, Advance(at=utcnow()))
     assert writes.seen() == []
     assert sweeps.get_record(store, rec.id) == cancelled
+
+
+@pytest.mark.slow
+def test_a_pipeline_whose_creator_died_before_it_began_is_begun_by_the_next_pass(store, workspace):
+    from nbrunner.control import pipelines
+    from nbrunner.core.config import Settings
+    from nbrunner.core.pipelines.lifecycle import created
+    from nbrunner.core.pipelines.record import PipelineRecord, StepState
+
+    settings = Settings.load(workspace)
+    rec = created(PipelineRecord(id="died0001", name="one", owner="alice", steps={"a": StepState(
+        needs=[], notebook="hello.ipynb")}, spec={"name": "one", "steps": {"a": {"notebook": "hello.ipynb"}}}))
+    path = pipelines.snapshot_path(settings, rec.id, "a")
+    path.parent.mkdir(parents=True)
+    path.write_text((workspace / "hello.ipynb").read_text())
+    pipelines._write(store, rec.id, new=rec)  # stored, then its creator died before Begin
+    assert pipelines.get_record(store, rec.id).steps["a"].status == "pending"
+    writes = KeyWrites(store.r, pipelines.pipeline_key(rec.id))
+    after = pipelines.advance_pipeline(store, settings, rec.id)
+    assert writes.seen() == ["set"]
+    assert after.steps["a"].status == "queued" and after.steps["a"].submitted
+    assert store.find(after.steps["a"].job).pipeline == rec.id
+    assert pipelines.advance_pipeline(store, settings, rec.id).to_json() == after.to_json()  # begun once
+    assert writes.seen() == []
+
+
+@pytest.mark.slow
+def test_a_step_job_made_by_a_submitter_that_died_before_its_write_is_adopted(store, workspace):
+    from nbrunner.control import pipelines, submit
+    from nbrunner.core.config import Settings
+
+    settings = Settings.load(workspace)
+    spec = {"name": "two", "on_failure": "continue", "steps": {
+        "a": {"notebook": "hello.ipynb"}, "b": {"notebook": "hello.ipynb", "needs": ["a"]}}}
+    rec = pipelines.create_pipeline(store, settings, spec)
+    # a submitter marked b, made its job, and died before the write that records it
+    store.r.hset(pipelines.submitting_key(rec.id), "b", 1)
+    orphan = submit.submit(store, settings, {"notebook": "hello.ipynb", "pipeline": rec.id, "step": "b"})
+    submit.cancel(store, rec.steps["a"].job, settings)
+    after = pipelines.advance_pipeline(store, settings, rec.id)
+    assert after.steps["b"].job == orphan.id and after.steps["b"].submitted
+    assert [j.id for j in store.all() if j.pipeline == rec.id and j.step == "b"] == [orphan.id]  # never twice
+    assert not store.r.exists(pipelines.submitting_key(rec.id))
