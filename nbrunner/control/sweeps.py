@@ -10,8 +10,10 @@ machine (:mod:`nbrunner.core.sweeps.lifecycle`); this module loads the record, g
 reads of the trial jobs, writes the new record (one function, :func:`_write`: a compare-and-set,
 so a writer whose read is stale never overwrites) and carries out the actions.  The sweep's lock
 key (``nbrunner:sweep:<id>:lock``) is held across a step so that several processes may call it
-and a trial is never submitted twice (it is written ``submitting`` before its job is created, and
-a job left behind by a crash in between is adopted rather than submitted again).
+and a trial is never submitted twice.  The jobs of the trials a transition asks for are made
+before its one write, which records them; each trial is marked in
+``nbrunner:sweep:<id>:submitting`` before its job is made, and a job left behind by a crash in
+between is adopted rather than submitted again.
 
 The notebook is snapshotted when the sweep is created (``<storage>/sweeps/<id>/input.ipynb``);
 every trial runs that snapshot, even if the notebook is edited while the sweep runs.
@@ -76,12 +78,18 @@ def get_record(store: JobStore, sweep_id: str) -> SweepRecord:
         raise NotFound(f"sweep {sweep_id!r} has a record that cannot be read ({exc.__class__.__name__})") from None
 
 
-def _write(store: JobStore, sweep_id: str, event: Any = None, new: SweepRecord | None = None
-           ) -> Transition[SweepRecord] | None:
+def submitting_key(sweep_id: str) -> str:
+    """The trials whose jobs are being made now (a hash: index -> 1), cleared by the write that records them."""
+    return f"{PREFIX}sweep:{sweep_id}:submitting"
+
+
+def _write(store: JobStore, sweep_id: str, event: Any = None, new: SweepRecord | None = None,
+           more: Sequence[Any] = (), submitted: Sequence[int] = ()) -> Transition[SweepRecord] | None:
     """The one write of a sweep's keys (:func:`~nbrunner.control.record_lock.optimistic`): read the
-    record, apply ``event`` to what was read, write in one MULTI the record (if it changed), its
-    indexes and its event-stream entry; again from the read if the record changed meanwhile, so
-    a writer whose read is stale never overwrites.  With ``new``: store that new sweep (Conflict
+    record, apply ``event`` then ``more`` to what was read, write in one MULTI the record (if it
+    changed), its indexes and its event-stream entries, and clear the ``submitted`` trials' marks;
+    again from the read if the record changed meanwhile, so a writer whose read is stale never
+    overwrites.  Returns the record written with every action of the transitions.  With ``new``: store that new sweep (Conflict
     if its id exists).  With neither: drop the sweep from the active ones if it is gone, finished
     or unreadable (then raises what reading it raised); returns its transition, or None if gone."""
     key = sweep_key(sweep_id)
@@ -105,11 +113,15 @@ def _write(store: JobStore, sweep_id: str, event: Any = None, new: SweepRecord |
                 return exc, lambda q: q.srem(ACTIVE_SWEEPS, sweep_id)
             if event is None:
                 return Transition(before), (lambda q: q.srem(ACTIVE_SWEEPS, sweep_id)) if before.finished else None
-            done = transition(before, event)
+            dones = [transition(before, event)]
+            for e in more:
+                dones.append(transition(dones[-1].record, e))
+            done = Transition(dones[-1].record, tuple(a for d in dones for a in d.actions))
         rec = done.record
         changed = before is None or rec.model_dump_json() != before.model_dump_json()
         ended = any(isinstance(a, Ended) for a in done.actions)
-        if not (changed or ended or done.event):
+        events = [d for d in dones if d.event] if new is None else []
+        if not (changed or ended or events or submitted):
             return done, None
 
         def writes(q: Any) -> None:
@@ -120,9 +132,11 @@ def _write(store: JobStore, sweep_id: str, event: Any = None, new: SweepRecord |
                 q.sadd(ACTIVE_SWEEPS, sweep_id)
             if ended:
                 q.srem(ACTIVE_SWEEPS, sweep_id)
-            if done.event:
-                q.xadd(EVENTS, {"type": done.event, "sweep": sweep_id, "status": rec.status.value},
+            for d in events:
+                q.xadd(EVENTS, {"type": d.event, "sweep": sweep_id, "status": d.record.status.value},
                        maxlen=EVENTS_MAXLEN, approximate=True)
+            if submitted:
+                q.hdel(submitting_key(sweep_id), *map(str, submitted))
 
         return done, writes
 
@@ -315,15 +329,15 @@ def _advance(store: JobStore, settings: Settings, rec: SweepRecord) -> SweepReco
 
 
 def _apply(store: JobStore, settings: Settings, rec: SweepRecord, event: Any) -> SweepRecord:
-    """Apply ``event`` to the stored record of ``rec`` (:func:`_write`; the caller holds its lock,
-    which keeps the actions from running twice), then carry out its actions (submitting trials
-    writes what became of them with a further event); returns the latest record."""
-    done = _write(store, rec.id, event)
+    """Apply ``event`` to the stored record of ``rec`` in one write (:func:`_write`): the jobs of the
+    trials it asks for are made first (the caller holds the sweep's lock, so never twice) and the
+    write carries what became of them; then its other actions are carried out.  Returns the
+    record written."""
+    more, submitted = _submit_first(store, settings, rec, event)
+    done = _write(store, rec.id, event, more=more, submitted=submitted)
     new = done.record
     for action in done.actions:
-        if isinstance(action, SubmitTrials):
-            new = _submit_trials(store, settings, new, list(action.indexes))
-        elif isinstance(action, StopTrial):
+        if isinstance(action, StopTrial):
             stop_trial(store, settings, action.job, action.rung, action.metric)
         elif isinstance(action, CancelJob):
             try:
@@ -353,10 +367,28 @@ def _orphans(store: JobStore, rec: SweepRecord) -> dict[int, str]:
     return found
 
 
-def _submit_trials(store: JobStore, settings: Settings, rec: SweepRecord, indexes: list[int]) -> SweepRecord:
-    """Make the jobs of the trials ``indexes`` (already written as submitting: a crash now is
-    recovered, never a double submit) in one step (:func:`nbrunner.control.submit.submit_many`);
-    if one of them cannot run, each is submitted alone, so that only that one is skipped."""
+def _submit_first(store: JobStore, settings: Settings, rec: SweepRecord, event: Any) -> tuple[list[Any], list[int]]:
+    """The events that say what became of the trials ``event`` asks to submit, whose jobs are made
+    here, and those trials.  Each is marked in :func:`submitting_key` before its job is made:
+    after a crash in between, the job found for it (same sweep, name and parameters) is adopted."""
+    done = transition(rec, event)
+    indexes = [i for a in done.actions if isinstance(a, SubmitTrials) for i in a.indexes]
+    if not indexes:
+        return [], []
+    marks = submitting_key(rec.id)
+    left = {int(i) for i in store.r.hkeys(marks)} & set(indexes)
+    found = {i: job for i, job in _orphans(store, done.record).items() if i in left} if left else {}
+    todo = [i for i in indexes if i not in found]
+    if todo:
+        store.r.hset(marks, mapping={str(i): 1 for i in todo})
+    more = [TrialsSubmitted(jobs=found)] if found else []
+    return more + _submit_trials(store, settings, done.record, todo), indexes
+
+
+def _submit_trials(store: JobStore, settings: Settings, rec: SweepRecord, indexes: list[int]) -> list[Any]:
+    """Make the jobs of the trials ``indexes`` (marked: a crash now is recovered, never a double
+    submit) in one step (:func:`nbrunner.control.submit.submit_many`); if one of them cannot run,
+    each is submitted alone, so that only that one is skipped.  The events saying what became of them."""
     if len(indexes) >= 2:
         try:
             created = submit.submit_many(store, settings, [_trial_request(settings, rec, i) for i in indexes],
@@ -366,17 +398,18 @@ def _submit_trials(store: JobStore, settings: Settings, rec: SweepRecord, indexe
         if created is not None:
             for job in created:
                 _use_snapshot(settings, rec.id, job.id)
-            return _apply(store, settings, rec, TrialsSubmitted(jobs={i: j.id for i, j in zip(indexes, created)}))
+            return [TrialsSubmitted(jobs={i: j.id for i, j in zip(indexes, created)})]
+    out: list[Any] = []
     for i in indexes:
         try:
             job = submit.submit(store, settings, _trial_request(settings, rec, i), owner=rec.owner, groups=rec.groups)
         except NbrunnerError as exc:  # e.g. the notebook was deleted meanwhile: this trial cannot run
-            rec = _apply(store, settings, rec, TrialNotSubmitted(index=i, error=str(exc)))
+            out.append(TrialNotSubmitted(index=i, error=str(exc)))
             continue
-        # any other error (Redis went away) leaves the trial submitting: the next pass recovers it
+        # any other error (Redis went away) leaves the trial marked: the next pass adopts its job
         _use_snapshot(settings, rec.id, job.id)
-        rec = _apply(store, settings, rec, TrialsSubmitted(jobs={i: job.id}))
-    return rec
+        out.append(TrialsSubmitted(jobs={i: job.id}))
+    return out
 
 
 def _trial_request(settings: Settings, rec: SweepRecord, index: int) -> dict[str, Any]:

@@ -389,3 +389,33 @@ def test_a_step_job_made_by_a_submitter_that_died_before_its_write_is_adopted(st
     assert after.steps["b"].job == orphan.id and after.steps["b"].submitted
     assert [j.id for j in store.all() if j.pipeline == rec.id and j.step == "b"] == [orphan.id]  # never twice
     assert not store.r.exists(pipelines.submitting_key(rec.id))
+
+
+@pytest.mark.slow
+def test_a_sweep_advance_that_submits_a_trial_writes_the_record_once(store, workspace):
+    """The next trial's job is made first; one write carries the Advance and what became of it."""
+    from nbrunner.control import submit, sweeps
+    from nbrunner.core.config import Settings
+    from nbrunner.core.keys import EVENTS
+
+    settings = Settings.load(workspace)
+    rec = sweeps.create_sweep(store, settings, "hello.ipynb", {"parameters": {"TIMES": [1, 2, 3]}, "max_parallel": 1,
+                                                               "objective": {"metric": "x", "mode": "max"}})
+    assert [t.state for t in rec.trials] == ["submitted", "pending", "pending"]
+    writes = KeyWrites(store.r, sweeps.sweep_key(rec.id))
+    submit.cancel(store, rec.trials[0].job, settings)
+    after = sweeps.advance_sweep(store, settings, rec.id)
+    assert writes.seen() == ["set"]  # before: the trial written submitting, then written submitted
+    assert [t.state for t in after.trials][1:] == ["submitted", "pending"]
+    assert store.find(after.trials[1].job).sweep == rec.id
+    assert sweeps.get_record(store, rec.id) == after and not store.r.exists(sweeps.submitting_key(rec.id))
+
+    # a submitter that marked trial 2 and made its job died before its write: the job is adopted
+    store.r.hset(sweeps.submitting_key(rec.id), "2", 1)
+    orphan = submit.submit(store, settings, sweeps._trial_request(settings, after, 2), owner=after.owner)
+    last = store.last_event_id()
+    submit.cancel(store, after.trials[1].job, settings)
+    final = sweeps.advance_sweep(store, settings, rec.id)
+    assert writes.seen() == ["set"] and final.trials[2].job == orphan.id
+    assert [j.id for j in store.all() if j.sweep == rec.id and j.name == sweeps.trial_name(rec, 2)] == [orphan.id]
+    assert not [f for _, f in store.r.xrange(EVENTS, f"({last}", "+") if f.get("sweep") == rec.id]
