@@ -4,11 +4,14 @@ A pipeline's record (:mod:`nbrunner.core.pipelines.record`) lives at ``nbrunner:
 listed in the sorted set ``nbrunner:pipelines``; unfinished ones also in
 ``nbrunner:pipelines:active``.  Each step is an ordinary job with ``pipeline`` and ``step`` set
 (fair share, accounts, priorities, elastic GPUs, retries and timeouts apply to it), or a sweep.
-Every change of a record is a transition of :mod:`nbrunner.core.pipelines.lifecycle`, made under
-the pipeline's lock (``nbrunner:pipeline:<id>:lock``), written, then its actions carried out
-here (submit a step, cancel a job or sweep, :func:`pipeline_ended`).  A step is marked queued
-before its job is made: a crash in between leaves it queued and not submitted, and the next pass
-adopts the job it finds (same pipeline and step) or submits it then; never twice.
+Every change of a record is a transition of :mod:`nbrunner.core.pipelines.lifecycle`, written by
+one function (:func:`_write`: a compare-and-set, so a writer whose read is stale never
+overwrites), then its actions carried out here (cancel a job or sweep, :func:`pipeline_ended`).
+The jobs (or sweeps) of the steps a transition queues are made before that write, which carries
+what became of them: one write per change.  The pipeline's lock (``nbrunner:pipeline:<id>:lock``)
+is held across it so that two processes never make a step's job twice; a step is marked in
+``nbrunner:pipeline:<id>:submitting`` before its job is made, and after a crash in between the
+job found (same pipeline and step) is adopted instead of a second one made.
 
 Each step's notebook is snapshotted when the pipeline is made
 (``<storage>/pipelines/<id>/<step>.ipynb``): its job runs that snapshot (sent as ``content``),
@@ -25,10 +28,11 @@ from typing import Any, Sequence
 
 import redis
 
-from ..core.config import PIPELINE_LOCK_TTL_S, PIPELINE_LOCK_WAIT_S, Settings
+from ..core.config import EVENTS_MAXLEN, PIPELINE_LOCK_TTL_S, PIPELINE_LOCK_WAIT_S, Settings
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound
-from ..core.keys import PREFIX
+from ..core.keys import EVENTS, PREFIX
 from ..core.lifecycle import Refused
+from ..core.machine import Transition
 from ..core.models import JobRecord, check_content_name, utcnow
 from ..core.pipelines.lifecycle import (Begin, Cancel, CancelJob, CancelSweep, Ended, StepEnded, StepNotSubmitted,
                                         StepStarted, StepSubmitted, SubmitStep, created, rerun_steps, spec_of,
@@ -37,7 +41,7 @@ from ..core.pipelines.record import PipelineRecord, StepState, StepStatus
 from ..core.pipelines.spec import MissingOutput, PipelineSpec, parse_pipeline, read_pipeline, with_parameters
 from .store import JobStore
 from . import submit
-from .record_lock import RecordLock
+from .record_lock import RecordLock, optimistic
 
 log = logging.getLogger("nbrunner.pipelines")
 
@@ -75,8 +79,63 @@ def pipeline_ids(store: JobStore) -> list[str]:
     return store.r.zrange(PIPELINES, 0, -1)
 
 
-def _save(store: JobStore, rec: PipelineRecord) -> None:
-    store.r.set(pipeline_key(rec.id), rec.to_json())
+def submitting_key(pipeline_id: str) -> str:
+    """The steps whose job is being made now (a hash: step -> 1), cleared by the write that records it."""
+    return f"{PREFIX}pipeline:{pipeline_id}:submitting"
+
+
+def _write(store: JobStore, pipeline_id: str, events: Sequence[Any] = (), new: PipelineRecord | None = None,
+           submitted: Sequence[str] = ()) -> tuple[PipelineRecord, list[Transition]] | None:
+    """The one write of a pipeline's keys (:func:`~nbrunner.control.record_lock.optimistic`): read
+    the record, apply ``events`` in turn to what was read, write in one MULTI the record, its
+    indexes and the transitions' event-stream entries, and clear the ``submitted`` steps' marks;
+    again from the read if the record changed meanwhile (a writer whose read is stale never
+    overwrites).  With ``new``: store that new pipeline first (Conflict if its id exists).  With
+    no events: drop the pipeline from the active ones if it is gone, unreadable or finished.
+    Returns the record written and the transitions; None if the pipeline is gone."""
+    key = pipeline_key(pipeline_id)
+
+    def step(p: Any) -> tuple[Any, Any]:
+        raw = p.get(key)
+        if new is not None:
+            if raw is not None:
+                raise Conflict(f"pipeline id {pipeline_id} already exists")
+            rec = new
+        elif raw is None and events:
+            raise NotFound(f"no pipeline {pipeline_id!r}")
+        else:
+            try:
+                rec = PipelineRecord.from_json(raw) if raw is not None else None
+            except Exception as exc:  # noqa: BLE001 - an unreadable record: missing, never a 500
+                if events:
+                    raise NotFound(f"pipeline {pipeline_id!r} has a record that cannot be read "
+                                   f"({exc.__class__.__name__})") from None
+                rec = None
+            if not events:
+                return ((rec, []) if rec is not None else None), \
+                    (lambda q: q.srem(ACTIVE_PIPELINES, pipeline_id)) if rec is None or rec.finished else None
+        dones = []
+        for event in events:
+            dones.append(transition(rec, event))
+            rec = dones[-1].record
+
+        def writes(q: Any) -> None:
+            q.set(key, rec.to_json())
+            if new is not None:
+                q.zadd(PIPELINES, {pipeline_id: time.time()})
+                q.sadd(ACTIVE_PIPELINES, pipeline_id)
+            for done in dones:
+                if done.event:
+                    q.xadd(EVENTS, {"type": done.event, "pipeline": pipeline_id, "status": done.record.status.value},
+                           maxlen=EVENTS_MAXLEN, approximate=True)
+            if any(isinstance(a, Ended) for done in dones for a in done.actions):
+                q.srem(ACTIVE_PIPELINES, pipeline_id)
+            if submitted:
+                q.hdel(submitting_key(pipeline_id), *submitted)
+
+        return (rec, dones), writes
+
+    return optimistic(store.r, [key], step)
 
 
 # ---- creating -------------------------------------------------------------------------------------
@@ -167,12 +226,7 @@ def _store_and_begin(store: JobStore, settings: Settings, rec: PipelineRecord) -
     lock = _lock(store, rec.id)
     lock.acquire()  # a fresh id: nobody else holds it; the scheduler skips the pipeline until we are done
     try:
-        if not store.r.set(pipeline_key(rec.id), rec.to_json(), nx=True):
-            raise Conflict(f"pipeline id {rec.id} already exists")
-        with store.r.pipeline() as p:
-            p.zadd(PIPELINES, {rec.id: time.time()})
-            p.sadd(ACTIVE_PIPELINES, rec.id)
-            p.execute()
+        _write(store, rec.id, new=rec)  # stored first: a crash while its first jobs are made is recovered
         rec = _apply(store, settings, rec, Begin(at=utcnow()))
     finally:
         lock.release()
@@ -182,26 +236,55 @@ def _store_and_begin(store: JobStore, settings: Settings, rec: PipelineRecord) -
 # ---- carrying out transitions ----------------------------------------------------------------------
 
 def _apply(store: JobStore, settings: Settings, rec: PipelineRecord, event: Any) -> PipelineRecord:
-    """Apply ``event`` to ``rec`` (the caller holds its lock), write it, carry out its actions
-    (which may apply further events); returns the latest record."""
-    done = transition(rec, event)
-    rec = done.record
-    _save(store, rec)
-    if done.event:
-        store.emit(done.event, pipeline=rec.id, status=rec.status.value)
-    for action in done.actions:
-        if isinstance(action, SubmitStep):
-            rec = _apply(store, settings, rec, _submit_step(store, settings, rec, action))
-        elif isinstance(action, CancelJob):
+    """Apply ``event`` to ``rec`` in one write: the jobs of the
+    steps it queues are made first (the caller holds the pipeline's lock, so never twice), and the
+    write carries the event and what became of them (:func:`_write`, which applies them to the
+    record as stored); then the other actions are carried out.  Returns the record written."""
+    chain, submitted, actions = _submit_queued(store, settings, rec, event)
+    rec, _ = _write(store, rec.id, chain, submitted=submitted)
+    for action in actions:
+        if isinstance(action, CancelJob):
             _quietly(lambda: submit.cancel(store, action.job, settings, reason="cancelled with its pipeline"))
         elif isinstance(action, CancelSweep):
             from .sweeps import cancel_sweep
 
             _quietly(lambda: cancel_sweep(store, action.sweep, settings))
         elif isinstance(action, Ended):
-            store.r.srem(ACTIVE_PIPELINES, rec.id)
             pipeline_ended(store, settings, rec)
     return rec
+
+
+def _submit_queued(store: JobStore, settings: Settings, rec: PipelineRecord, event: Any
+                   ) -> tuple[list[Any], list[str], list[Any]]:
+    """The events one write applies: ``event``, then what became of each step it (or a later one
+    of them) queued, whose job is made here; the steps submitted; the actions left to carry out.
+
+    Each step is marked in :func:`submitting_key` before its job is made: after a crash in
+    between, the job found for that step is adopted instead of a second one made."""
+    chain, submitted, actions = [event], [], []
+    done = transition(rec, event)
+    rec, pending = done.record, list(done.actions)
+    while pending:
+        action = pending.pop(0)
+        if not isinstance(action, SubmitStep):
+            actions.append(action)
+            continue
+        marks = submitting_key(rec.id)
+        found = _made(store, rec, action.step) if store.r.hexists(marks, action.step) else None
+        if found is None:
+            store.r.hset(marks, action.step, 1)
+        result = found or _submit_step(store, settings, rec, action)
+        chain.append(result)
+        submitted.append(action.step)
+        done = transition(rec, result)
+        rec, pending = done.record, [*done.actions, *pending]
+    return chain, submitted, actions
+
+
+def _made(store: JobStore, rec: PipelineRecord, name: str) -> Any:
+    """A step's job that an earlier submitter made and died before recording, as an event; or None."""
+    found = next((j for j in store.all() if j.pipeline == rec.id and j.step == name), None)
+    return None if found is None else StepSubmitted(step=name, job=found.id)
 
 
 def _quietly(fn) -> None:
@@ -272,14 +355,14 @@ def advance_pipeline(store: JobStore, settings: Settings, pipeline_id: str, wait
     if not lock.acquire(wait):
         return None
     try:
-        try:
-            rec = get_record(store, pipeline_id)
-        except NotFound:
-            store.r.srem(ACTIVE_PIPELINES, pipeline_id)
-            return None
-        if rec.finished:
-            store.r.srem(ACTIVE_PIPELINES, pipeline_id)
-            return rec
+        found = _write(store, pipeline_id)  # gone, unreadable or finished: no longer advanced
+        if found is None or found[0].finished:
+            return None if found is None else found[0]
+        rec = found[0]
+        try:  # its creator died before it began (it holds the lock until then)
+            rec = _apply(store, settings, rec, Begin(at=utcnow()))
+        except Refused:  # begun, as nearly always
+            pass
         for name in list(rec.steps):
             st = rec.steps[name]
             if rec.finished or st.status not in (StepStatus.QUEUED, StepStatus.RUNNING):
@@ -341,9 +424,9 @@ def _observe_sweep(store: JobStore, name: str, st: StepState) -> Any:
 
 def _unsubmitted(store: JobStore, settings: Settings, rec: PipelineRecord, name: str) -> Any:
     """A step left queued and not submitted (its submitter died): the job it made, else a submit now."""
-    found = next((j for j in store.all() if j.pipeline == rec.id and j.step == name), None)
+    found = _made(store, rec, name)
     if found is not None:
-        return StepSubmitted(step=name, job=found.id)
+        return found
     try:
         params = step_parameters(spec_of(rec), dict(rec.steps), name)
     except MissingOutput as exc:

@@ -2,10 +2,11 @@
 
 - :func:`optimistic`: the one optimistic-lock loop (WATCH, read, MULTI/EXEC, again from the read
   when a watched key changed meanwhile).  Every atomic read-then-write of a record goes through
-  it: jobs (:mod:`nbrunner.control.job_write`), schedules, the slot holdings.
+  it: jobs (:mod:`nbrunner.control.job_write`), sweeps, pipelines, schedules, the slot holdings.
 - :class:`RecordLock`: a lock held across a longer step (``SET NX PX``; released only by its
-  holder), for records that several processes change: the scheduler's pass and a user's request
-  (a pipeline; sweeps and schedules may use it too).
+  holder).  It never guards a write (a holder whose lock lapsed is fenced out by
+  :func:`optimistic`); it keeps side effects that must not run twice from running in two
+  processes at once: making a sweep's trial jobs or a pipeline step's job.
 """
 from __future__ import annotations
 

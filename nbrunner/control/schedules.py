@@ -118,11 +118,10 @@ def create_schedule(store: JobStore, settings: Settings, request: dict[str, Any]
             keep(settings, rec.id, pipeline[1])
         if snapshot is not None:  # before the record: a run may be due at once
             _write_snapshot(settings, rec.id, snapshot)
-        if store.r.set(schedule_key(rec.id), rec.model_dump_json(), nx=True):
+        if _apply(store, rec.id, None, new=(rec, now.timestamp())) is not None:
             break
     else:  # pragma: no cover - 36^8 ids
         raise Conflict("could not allocate a schedule id")
-    store.r.zadd(SCHEDULES, {rec.id: now.timestamp()})
     _emit(store, "schedule", rec.id)  # wakes the scheduler: its next pass knows the new fire time
     return rec
 
@@ -151,21 +150,37 @@ def list_schedules(store: JobStore) -> list[ScheduleRecord]:
             out.append(_load(sid, raw))
         except NotFound:
             if raw is None:
-                store.r.zrem(SCHEDULES, sid)
+                _apply(store, sid, None)
             else:
                 log.warning("schedule %s: its record cannot be read", sid)
     return out
 
 
-def _apply(store: JobStore, schedule_id: str, event: Any) -> Transition[ScheduleRecord]:
-    """Apply ``event`` to the stored record in one compare-and-set
-    (:func:`~nbrunner.control.record_lock.optimistic`): the record is written (removed, for a
-    Delete) only if nobody changed it meanwhile, else read and tried again.
-    Raises NotFound, Refused (nothing written) or the transition's InvalidRequest."""
+def _apply(store: JobStore, schedule_id: str, event: Any,
+           new: tuple[ScheduleRecord, float] | None = None) -> Transition[ScheduleRecord] | None:
+    """The one write of a schedule's keys: apply ``event`` to the stored record in one
+    compare-and-set (:func:`~nbrunner.control.record_lock.optimistic`): the record is written
+    (removed, for a Delete) only if nobody changed it meanwhile, else read and tried again.
+    Raises NotFound, Refused (nothing written) or the transition's InvalidRequest.
+
+    With ``new`` (a record and its listing score): store that new schedule, None if its id is
+    taken.  With neither: drop the schedule from the listing if its record is gone (None)."""
     key = schedule_key(schedule_id)
 
-    def step(p: Any) -> tuple[Transition[ScheduleRecord], Any]:
-        done = transition(_load(schedule_id, p.get(key)), event)
+    def step(p: Any) -> tuple[Transition[ScheduleRecord] | None, Any]:
+        raw = p.get(key)
+        if new is not None or event is None:
+            if raw is not None:
+                return None, None
+            if new is None:
+                return None, lambda q: q.zrem(SCHEDULES, schedule_id)
+
+            def store_new(q: Any) -> None:
+                q.set(key, new[0].model_dump_json())
+                q.zadd(SCHEDULES, {schedule_id: new[1]})
+
+            return Transition(new[0]), store_new
+        done = transition(_load(schedule_id, raw), event)
 
         def writes(q: Any) -> None:
             if done.record is None:

@@ -7,11 +7,13 @@ set.  The sweep record lives in Redis (``nbrunner:sweep:<id>``, listed in the so
 scheduler on every pass, submits the next ones as earlier trials finish and applies early
 stopping (:mod:`nbrunner.core.sweeps.asha`).  What changes and when is decided by the sweep's
 machine (:mod:`nbrunner.core.sweeps.lifecycle`); this module loads the record, gives it what it
-reads of the trial jobs, writes the new record and carries out the actions.  Every change of a
-sweep record is made under the sweep's lock key (``nbrunner:sweep:<id>:lock``), so several
-processes may call it: a trial is never submitted twice (it is written ``submitting`` before its
-job is created, and a job left behind by a crash in between is adopted rather than submitted
-again).
+reads of the trial jobs, writes the new record (one function, :func:`_write`: a compare-and-set,
+so a writer whose read is stale never overwrites) and carries out the actions.  The sweep's lock
+key (``nbrunner:sweep:<id>:lock``) is held across a step so that several processes may call it
+and a trial is never submitted twice.  The jobs of the trials a transition asks for are made
+before its one write, which records them; each trial is marked in
+``nbrunner:sweep:<id>:submitting`` before its job is made, and a job left behind by a crash in
+between is adopted rather than submitted again.
 
 The notebook is snapshotted when the sweep is created (``<storage>/sweeps/<id>/input.ipynb``);
 every trial runs that snapshot, even if the notebook is edited while the sweep runs.
@@ -29,10 +31,11 @@ from typing import Any, Iterable, Sequence
 
 import redis
 
-from ..core.config import SWEEP_LOCK_TTL_S, SWEEP_LOCK_WAIT_S, Settings
+from ..core.config import EVENTS_MAXLEN, SWEEP_LOCK_TTL_S, SWEEP_LOCK_WAIT_S, Settings
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound
-from ..core.keys import PREFIX, job_key
+from ..core.keys import EVENTS, PREFIX, job_key
 from ..core.lifecycle import Refused, StoppedEarly
+from ..core.machine import Transition
 from ..core.models import JOB_OPTIONS, JobRecord, JobRequest, check_content_name, utcnow
 from .store import JobStore
 from .local_files import reported_values, spec_source
@@ -44,7 +47,7 @@ from ..core.sweeps.trial_lifecycle import Reported
 from ..core.sweeps.trials import generate_trials
 from . import submit
 from .actions import advance
-from .record_lock import RecordLock
+from .record_lock import RecordLock, optimistic
 
 log = logging.getLogger("nbrunner.sweeps")
 
@@ -75,8 +78,72 @@ def get_record(store: JobStore, sweep_id: str) -> SweepRecord:
         raise NotFound(f"sweep {sweep_id!r} has a record that cannot be read ({exc.__class__.__name__})") from None
 
 
-def _save(store: JobStore, rec: SweepRecord) -> None:
-    store.r.set(sweep_key(rec.id), rec.model_dump_json())
+def submitting_key(sweep_id: str) -> str:
+    """The trials whose jobs are being made now (a hash: index -> 1), cleared by the write that records them."""
+    return f"{PREFIX}sweep:{sweep_id}:submitting"
+
+
+def _write(store: JobStore, sweep_id: str, event: Any = None, new: SweepRecord | None = None,
+           more: Sequence[Any] = (), submitted: Sequence[int] = ()) -> Transition[SweepRecord] | None:
+    """The one write of a sweep's keys (:func:`~nbrunner.control.record_lock.optimistic`): read the
+    record, apply ``event`` then ``more`` to what was read, write in one MULTI the record (if it
+    changed), its indexes and its event-stream entries, and clear the ``submitted`` trials' marks;
+    again from the read if the record changed meanwhile, so a writer whose read is stale never
+    overwrites.  Returns the record written with every action of the transitions.  With ``new``: store that new sweep (Conflict
+    if its id exists).  With neither: drop the sweep from the active ones if it is gone, finished
+    or unreadable (then raises what reading it raised); returns its transition, or None if gone."""
+    key = sweep_key(sweep_id)
+
+    def step(p: Any) -> tuple[Any, Any]:
+        raw = p.get(key)
+        if new is not None:
+            if raw is not None:
+                raise Conflict(f"sweep id {sweep_id} already exists")
+            done, before = Transition(new), None
+        elif raw is None:
+            if event is not None:
+                raise NotFound(f"no sweep {sweep_id!r}")
+            return None, lambda q: q.srem(ACTIVE_SWEEPS, sweep_id)
+        else:
+            try:
+                before = SweepRecord.model_validate_json(raw)
+            except Exception as exc:  # noqa: BLE001 - unreadable: no longer advanced (its jobs run on as jobs)
+                if event is not None:
+                    raise
+                return exc, lambda q: q.srem(ACTIVE_SWEEPS, sweep_id)
+            if event is None:
+                return Transition(before), (lambda q: q.srem(ACTIVE_SWEEPS, sweep_id)) if before.finished else None
+            dones = [transition(before, event)]
+            for e in more:
+                dones.append(transition(dones[-1].record, e))
+            done = Transition(dones[-1].record, tuple(a for d in dones for a in d.actions))
+        rec = done.record
+        changed = before is None or rec.model_dump_json() != before.model_dump_json()
+        ended = any(isinstance(a, Ended) for a in done.actions)
+        events = [d for d in dones if d.event] if new is None else []
+        if not (changed or ended or events or submitted):
+            return done, None
+
+        def writes(q: Any) -> None:
+            if changed:
+                q.set(key, rec.model_dump_json())
+            if before is None:
+                q.zadd(SWEEPS, {sweep_id: time.time()})
+                q.sadd(ACTIVE_SWEEPS, sweep_id)
+            if ended:
+                q.srem(ACTIVE_SWEEPS, sweep_id)
+            for d in events:
+                q.xadd(EVENTS, {"type": d.event, "sweep": sweep_id, "status": d.record.status.value},
+                       maxlen=EVENTS_MAXLEN, approximate=True)
+            if submitted:
+                q.hdel(submitting_key(sweep_id), *map(str, submitted))
+
+        return done, writes
+
+    out = optimistic(store.r, [key], step)
+    if isinstance(out, Exception):
+        raise out
+    return out
 
 
 def snapshot_path(settings: Settings, sweep_id: str) -> Path:
@@ -178,12 +245,7 @@ def create_sweep(store: JobStore, settings: Settings, notebook: str | os.PathLik
     lock = _lock(store, sweep_id)
     lock.acquire()  # a fresh id: nobody else holds it; the scheduler skips the sweep until we are done
     try:
-        if not store.r.set(sweep_key(sweep_id), rec.model_dump_json(), nx=True):
-            raise Conflict(f"sweep id {sweep_id} already exists")
-        with store.r.pipeline() as p:
-            p.zadd(SWEEPS, {sweep_id: time.time()})
-            p.sadd(ACTIVE_SWEEPS, sweep_id)
-            p.execute()
+        _write(store, sweep_id, new=rec)
         rec = _advance(store, settings, rec)
     finally:
         lock.release()
@@ -218,19 +280,10 @@ def advance_sweep(store: JobStore, settings: Settings, sweep_id: str, wait: floa
     if not lock.acquire(wait):
         return None
     try:
-        raw = store.r.get(sweep_key(sweep_id))
-        if raw is None:
-            store.r.srem(ACTIVE_SWEEPS, sweep_id)
-            return None
-        try:
-            rec = SweepRecord.model_validate_json(raw)
-        except Exception:  # noqa: BLE001 - unreadable: no longer advanced (its jobs run on as jobs)
-            store.r.srem(ACTIVE_SWEEPS, sweep_id)
-            raise
-        if rec.finished:
-            store.r.srem(ACTIVE_SWEEPS, sweep_id)
-            return rec
-        return _advance(store, settings, rec)
+        done = _write(store, sweep_id)  # gone, unreadable or finished: no longer advanced
+        if done is None or done.record.finished:
+            return None if done is None else done.record
+        return _advance(store, settings, done.record)
     finally:
         lock.release()
 
@@ -276,26 +329,21 @@ def _advance(store: JobStore, settings: Settings, rec: SweepRecord) -> SweepReco
 
 
 def _apply(store: JobStore, settings: Settings, rec: SweepRecord, event: Any) -> SweepRecord:
-    """Apply ``event`` to ``rec`` (the caller holds its lock), write it if it changed, carry out
-    its actions (which may apply further events); returns the latest record."""
-    done = transition(rec, event)
+    """Apply ``event`` to the stored record of ``rec`` in one write (:func:`_write`): the jobs of the
+    trials it asks for are made first (the caller holds the sweep's lock, so never twice) and the
+    write carries what became of them; then its other actions are carried out.  Returns the
+    record written."""
+    more, submitted = _submit_first(store, settings, rec, event)
+    done = _write(store, rec.id, event, more=more, submitted=submitted)
     new = done.record
-    if new.model_dump_json() != rec.model_dump_json():
-        _save(store, new)
     for action in done.actions:
-        if isinstance(action, SubmitTrials):
-            new = _submit_trials(store, settings, new, list(action.indexes))
-        elif isinstance(action, StopTrial):
+        if isinstance(action, StopTrial):
             stop_trial(store, settings, action.job, action.rung, action.metric)
         elif isinstance(action, CancelJob):
             try:
                 submit.cancel(store, action.job, settings)
             except Conflict:  # it finished meanwhile
                 pass
-        elif isinstance(action, Ended):
-            store.r.srem(ACTIVE_SWEEPS, new.id)
-    if done.event:
-        store.emit(done.event, sweep=new.id, status=new.status.value)
     return new
 
 
@@ -319,10 +367,28 @@ def _orphans(store: JobStore, rec: SweepRecord) -> dict[int, str]:
     return found
 
 
-def _submit_trials(store: JobStore, settings: Settings, rec: SweepRecord, indexes: list[int]) -> SweepRecord:
-    """Make the jobs of the trials ``indexes`` (already written as submitting: a crash now is
-    recovered, never a double submit) in one step (:func:`nbrunner.control.submit.submit_many`);
-    if one of them cannot run, each is submitted alone, so that only that one is skipped."""
+def _submit_first(store: JobStore, settings: Settings, rec: SweepRecord, event: Any) -> tuple[list[Any], list[int]]:
+    """The events that say what became of the trials ``event`` asks to submit, whose jobs are made
+    here, and those trials.  Each is marked in :func:`submitting_key` before its job is made:
+    after a crash in between, the job found for it (same sweep, name and parameters) is adopted."""
+    done = transition(rec, event)
+    indexes = [i for a in done.actions if isinstance(a, SubmitTrials) for i in a.indexes]
+    if not indexes:
+        return [], []
+    marks = submitting_key(rec.id)
+    left = {int(i) for i in store.r.hkeys(marks)} & set(indexes)
+    found = {i: job for i, job in _orphans(store, done.record).items() if i in left} if left else {}
+    todo = [i for i in indexes if i not in found]
+    if todo:
+        store.r.hset(marks, mapping={str(i): 1 for i in todo})
+    more = [TrialsSubmitted(jobs=found)] if found else []
+    return more + _submit_trials(store, settings, done.record, todo), indexes
+
+
+def _submit_trials(store: JobStore, settings: Settings, rec: SweepRecord, indexes: list[int]) -> list[Any]:
+    """Make the jobs of the trials ``indexes`` (marked: a crash now is recovered, never a double
+    submit) in one step (:func:`nbrunner.control.submit.submit_many`); if one of them cannot run,
+    each is submitted alone, so that only that one is skipped.  The events saying what became of them."""
     if len(indexes) >= 2:
         try:
             created = submit.submit_many(store, settings, [_trial_request(settings, rec, i) for i in indexes],
@@ -332,17 +398,18 @@ def _submit_trials(store: JobStore, settings: Settings, rec: SweepRecord, indexe
         if created is not None:
             for job in created:
                 _use_snapshot(settings, rec.id, job.id)
-            return _apply(store, settings, rec, TrialsSubmitted(jobs={i: j.id for i, j in zip(indexes, created)}))
+            return [TrialsSubmitted(jobs={i: j.id for i, j in zip(indexes, created)})]
+    out: list[Any] = []
     for i in indexes:
         try:
             job = submit.submit(store, settings, _trial_request(settings, rec, i), owner=rec.owner, groups=rec.groups)
         except NbrunnerError as exc:  # e.g. the notebook was deleted meanwhile: this trial cannot run
-            rec = _apply(store, settings, rec, TrialNotSubmitted(index=i, error=str(exc)))
+            out.append(TrialNotSubmitted(index=i, error=str(exc)))
             continue
-        # any other error (Redis went away) leaves the trial submitting: the next pass recovers it
+        # any other error (Redis went away) leaves the trial marked: the next pass adopts its job
         _use_snapshot(settings, rec.id, job.id)
-        rec = _apply(store, settings, rec, TrialsSubmitted(jobs={i: job.id}))
-    return rec
+        out.append(TrialsSubmitted(jobs={i: job.id}))
+    return out
 
 
 def _trial_request(settings: Settings, rec: SweepRecord, index: int) -> dict[str, Any]:

@@ -1,8 +1,10 @@
-"""One write path for a job record (:mod:`nbrunner.control.job_write`).
+"""One write path for each record: a job's (:mod:`nbrunner.control.job_write`), a sweep's, a
+pipeline's and a schedule's (one function each in their control module).
 
 The fast tests read the package's source (``ast``, nothing imported): no module but ``job_write``
 writes a job's record, its status indexes, ``nbrunner:jobs``, ``nbrunner:finished`` or its GPU
-timeline, and no module but ``record_lock`` runs a WATCH/MULTI loop.  The slow ones, on a real
+timeline; no function but the one write function of its kind writes a sweep's, pipeline's or
+schedule's record or listings; and no module but ``record_lock`` runs a WATCH/MULTI loop.  The slow ones, on a real
 embedded Redis, count the writes of a job's key (keyspace notifications): a dispatch, whose
 transition asks for its held slots to be noted in the record (``SyncSlots``), writes the record
 once, with the same event-stream entries, record and timeline as before; so does a dispatch
@@ -34,17 +36,26 @@ WRITES = {
 }
 
 
+# the other records: the names of their keys, and the one function (module, name) that writes them
+RECORD_KEYS = {
+    "sweep": ({"sweep_key", "SWEEPS", "ACTIVE_SWEEPS"}, ("nbrunner/control/sweeps.py", "_write")),
+    "pipeline": ({"pipeline_key", "PIPELINES", "ACTIVE_PIPELINES"}, ("nbrunner/control/pipelines.py", "_write")),
+    "schedule": ({"schedule_key", "SCHEDULES"}, ("nbrunner/control/schedules.py", "_apply")),
+}
+
+
 def _names(node: ast.AST) -> set[str]:
     return {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))}
 
 
-def job_key_writes(source: str | ast.AST) -> list[int]:
-    """The lines of ``source`` that write a job's key: a write command whose arguments name one of
-    :data:`JOB_KEYS`, directly or through a variable assigned from one (in the same module)."""
+def job_key_writes(source: str | ast.AST, names: set[str] = JOB_KEYS) -> list[int]:
+    """The lines of ``source`` that write a job's key (or one ``names`` names): a write command
+    whose arguments name one of :data:`JOB_KEYS`, directly or through a variable assigned from
+    one (in the same module)."""
     tree = ast.parse(source) if isinstance(source, str) else source
-    keyish = set(JOB_KEYS)
+    keyish = set(names)
     for node in ast.walk(tree):  # key = job_key(job_id); p.set(key, ...)
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _names(node.value) & JOB_KEYS:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _names(node.value) & names:
             for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
                 keyish |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
     out = []
@@ -53,6 +64,14 @@ def job_key_writes(source: str | ast.AST) -> list[int]:
             if any(_names(a) & keyish for a in [*node.args, *(k.value for k in node.keywords)]):
                 out.append(node.lineno)
     return out
+
+
+def writes_outside(tree: ast.AST, names: set[str], function: str | None) -> list[int]:
+    """The lines of ``tree`` that write a key ``names`` names outside the top-level function
+    ``function`` (None: anywhere)."""
+    inside = {n for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == function
+              for n in range(f.lineno, f.end_lineno + 1)}
+    return [line for line in job_key_writes(tree, names) if line not in inside]
 
 
 def watch_loops(source: str | ast.AST) -> list[int]:
@@ -83,6 +102,23 @@ def test_only_the_write_path_writes_a_job_key():
     found = {name: lines for name, tree in _trees() if name != WRITER and (lines := job_key_writes(tree))}
     assert found == {}, f"job keys written outside {WRITER}: {found}"
     assert job_key_writes(dict(_trees())[WRITER])  # the checks see its writes
+
+
+def test_the_checks_see_a_write_outside_the_write_function():
+    source = ("def _write(i):\n    key = sweep_key(i)\n    p.set(key, 1)\n    p.srem(ACTIVE_SWEEPS, i)\n"
+              "def other(i):\n    r.zadd(SWEEPS, {i: 1})\n    r.get(sweep_key(i))\n")
+    names = RECORD_KEYS["sweep"][0]
+    assert writes_outside(ast.parse(source), names, "_write") == [6]
+    assert writes_outside(ast.parse(source), names, None) == [3, 4, 6]
+
+
+@pytest.mark.parametrize("kind", sorted(RECORD_KEYS))
+def test_only_its_write_function_writes_a_record_key(kind):
+    names, (writer, function) = RECORD_KEYS[kind]
+    found = {name: lines for name, tree in _trees()
+             if (lines := writes_outside(tree, names, function if name == writer else None))}
+    assert found == {}, f"{kind} keys written outside {writer}:{function}: {found}"
+    assert job_key_writes(dict(_trees())[writer], names)  # the checks see its writes
 
 
 def test_one_optimistic_lock_loop():
@@ -156,13 +192,14 @@ class KeyWrites:
     def seen(self) -> list[str]:
         """Every command seen since the last call (a marker key written after them ends the read)."""
         self.r.set(self.key + ":done", "1")
-        out = []
+        out, self.channels = [], []
         while True:
             m = self.sub.get_message(timeout=5.0)
             assert m is not None, "no keyspace notification within 5 s"
             if m["channel"] == self.done:
                 return out
             out.append(m["data"])
+            self.channels.append(m["channel"])
 
 
 @pytest.mark.slow
@@ -225,3 +262,160 @@ def test_a_transition_retried_after_a_concurrent_change_writes_once(store):
     assert calls[1] == 7 != calls[0] and done.record.priority == 7 and done.record.progress == 0.5
     assert writes.seen() == ["set", "set"]  # the other change, then this one: never lost, never twice
     assert store.get("job2") == done.record
+
+
+def _pipeline_entries(store, after: str) -> list[dict]:
+    from nbrunner.core.keys import EVENTS
+
+    return [f for _, f in store.r.xrange(EVENTS, f"({after}", "+") if "pipeline" in f]
+
+
+@pytest.mark.slow
+def test_a_pipeline_step_writes_the_record_once(store, workspace):
+    """The job of a step a transition queues is made first; one write carries the transition and
+    what became of the job (never a second write from the action).  A creator that died before its
+    pipeline began: the next pass begins it."""
+    from nbrunner.control import submit
+    from nbrunner.control.pipelines import ACTIVE_PIPELINES, advance_pipeline, create_pipeline, get_record, \
+        pipeline_key, submitting_key
+    from nbrunner.core.config import Settings
+
+    settings = Settings.load(workspace)
+    spec = {"name": "two", "on_failure": "continue", "steps": {
+        "a": {"notebook": "hello.ipynb"}, "b": {"notebook": "hello.ipynb", "needs": ["a"]}}}
+    writes = KeyWrites(store.r, pipeline_key("p"))  # the id is not known yet: watch every pipeline key below
+    writes.sub.psubscribe(writes.channel.replace(":pipeline:p", ":pipeline:*"))
+    assert writes.sub.get_message(timeout=5.0)["type"] == "psubscribe"
+    last = store.last_event_id()
+    rec = create_pipeline(store, settings, spec)
+    seen = writes.seen()
+    key = pipeline_key(rec.id)
+    # stored, then Begin and its step's StepSubmitted in one write (its lock and marks aside; before: three writes)
+    assert [d for c, d in zip(writes.channels, seen) if c.endswith(":" + key)] == ["set", "set"]
+    assert {"hset", "hdel"} <= set(seen), seen  # the step marked before its job was made, cleared by the write
+    assert rec.to_json() == get_record(store, rec.id).to_json() and rec.steps["a"].submitted and rec.steps["a"].job
+    assert rec.steps["b"].status == "pending" and store.r.sismember(ACTIVE_PIPELINES, rec.id)
+    assert [e["type"] for e in _pipeline_entries(store, last)] == ["pipeline", "pipeline"]
+    assert not store.r.exists(submitting_key(rec.id))
+
+    writes.sub.punsubscribe()
+    writes.sub.get_message(timeout=5.0)
+    writes = KeyWrites(store.r, key)
+    submit.cancel(store, rec.steps["a"].job, settings)
+    last = store.last_event_id()
+    after = advance_pipeline(store, settings, rec.id)  # a ended (cancelled), so b is submitted: one write
+    assert writes.seen() == ["set"]
+    assert after.to_json() == get_record(store, rec.id).to_json()
+    assert after.steps["a"].status == "cancelled" and after.steps["b"].status == "queued"
+    assert after.steps["b"].submitted and store.find(after.steps["b"].job).step == "b"
+    assert [(e["type"], e["status"]) for e in _pipeline_entries(store, last)] == [("pipeline", "running")] * 2
+
+
+@pytest.mark.slow
+def test_a_pipeline_writer_with_a_stale_read_never_overwrites(store, workspace):
+    from nbrunner.control import pipelines
+    from nbrunner.core.config import Settings
+    from nbrunner.core.lifecycle import Refused
+    from nbrunner.core.pipelines.lifecycle import StepStarted
+
+    settings = Settings.load(workspace)
+    rec = pipelines.create_pipeline(store, settings, {"name": "one", "steps": {"a": {"notebook": "hello.ipynb"}}})
+    cancelled = pipelines.cancel_pipeline(store, rec.id, settings)  # meanwhile, someone cancels it
+    writes = KeyWrites(store.r, pipelines.pipeline_key(rec.id))
+    with pytest.raises(Refused):  # its transition runs on what is stored, not on the stale `rec`
+        pipelines._apply(store, settings, rec, StepStarted(step="a"))
+    assert writes.seen() == []
+    assert pipelines.get_record(store, rec.id).to_json() == cancelled.to_json()
+
+
+@pytest.mark.slow
+def test_a_sweep_writer_with_a_stale_read_never_overwrites(store, workspace):
+    from nbrunner.control import sweeps
+    from nbrunner.core.config import Settings
+    from nbrunner.core.lifecycle import Refused
+    from nbrunner.core.models import utcnow
+    from nbrunner.core.sweeps.lifecycle import Advance
+
+    settings = Settings.load(workspace)
+    rec = sweeps.create_sweep(store, settings, "hello.ipynb", {"parameters": {"TIMES": [1, 2, 3]}, "max_parallel": 1,
+                                                                 "objective": {"metric": "x", "mode": "max"}})
+    writes = KeyWrites(store.r, sweeps.sweep_key(rec.id))
+    cancelled = sweeps.cancel_sweep(store, rec.id, settings)
+    assert writes.seen() == ["set"] and cancelled.status == "cancelled"
+    with pytest.raises(Refused):  # a stale holder advancing what it read: refused, nothing written
+        sweeps._apply(store, settings, rec, Advance(at=utcnow()))
+    assert writes.seen() == []
+    assert sweeps.get_record(store, rec.id) == cancelled
+
+
+@pytest.mark.slow
+def test_a_pipeline_whose_creator_died_before_it_began_is_begun_by_the_next_pass(store, workspace):
+    from nbrunner.control import pipelines
+    from nbrunner.core.config import Settings
+    from nbrunner.core.pipelines.lifecycle import created
+    from nbrunner.core.pipelines.record import PipelineRecord, StepState
+
+    settings = Settings.load(workspace)
+    rec = created(PipelineRecord(id="died0001", name="one", owner="alice", steps={"a": StepState(
+        needs=[], notebook="hello.ipynb")}, spec={"name": "one", "steps": {"a": {"notebook": "hello.ipynb"}}}))
+    path = pipelines.snapshot_path(settings, rec.id, "a")
+    path.parent.mkdir(parents=True)
+    path.write_text((workspace / "hello.ipynb").read_text())
+    pipelines._write(store, rec.id, new=rec)  # stored, then its creator died before Begin
+    assert pipelines.get_record(store, rec.id).steps["a"].status == "pending"
+    writes = KeyWrites(store.r, pipelines.pipeline_key(rec.id))
+    after = pipelines.advance_pipeline(store, settings, rec.id)
+    assert writes.seen() == ["set"]
+    assert after.steps["a"].status == "queued" and after.steps["a"].submitted
+    assert store.find(after.steps["a"].job).pipeline == rec.id
+    assert pipelines.advance_pipeline(store, settings, rec.id).to_json() == after.to_json()  # begun once
+    assert writes.seen() == []
+
+
+@pytest.mark.slow
+def test_a_step_job_made_by_a_submitter_that_died_before_its_write_is_adopted(store, workspace):
+    from nbrunner.control import pipelines, submit
+    from nbrunner.core.config import Settings
+
+    settings = Settings.load(workspace)
+    spec = {"name": "two", "on_failure": "continue", "steps": {
+        "a": {"notebook": "hello.ipynb"}, "b": {"notebook": "hello.ipynb", "needs": ["a"]}}}
+    rec = pipelines.create_pipeline(store, settings, spec)
+    # a submitter marked b, made its job, and died before the write that records it
+    store.r.hset(pipelines.submitting_key(rec.id), "b", 1)
+    orphan = submit.submit(store, settings, {"notebook": "hello.ipynb", "pipeline": rec.id, "step": "b"})
+    submit.cancel(store, rec.steps["a"].job, settings)
+    after = pipelines.advance_pipeline(store, settings, rec.id)
+    assert after.steps["b"].job == orphan.id and after.steps["b"].submitted
+    assert [j.id for j in store.all() if j.pipeline == rec.id and j.step == "b"] == [orphan.id]  # never twice
+    assert not store.r.exists(pipelines.submitting_key(rec.id))
+
+
+@pytest.mark.slow
+def test_a_sweep_advance_that_submits_a_trial_writes_the_record_once(store, workspace):
+    """The next trial's job is made first; one write carries the Advance and what became of it."""
+    from nbrunner.control import submit, sweeps
+    from nbrunner.core.config import Settings
+    from nbrunner.core.keys import EVENTS
+
+    settings = Settings.load(workspace)
+    rec = sweeps.create_sweep(store, settings, "hello.ipynb", {"parameters": {"TIMES": [1, 2, 3]}, "max_parallel": 1,
+                                                               "objective": {"metric": "x", "mode": "max"}})
+    assert [t.state for t in rec.trials] == ["submitted", "pending", "pending"]
+    writes = KeyWrites(store.r, sweeps.sweep_key(rec.id))
+    submit.cancel(store, rec.trials[0].job, settings)
+    after = sweeps.advance_sweep(store, settings, rec.id)
+    assert writes.seen() == ["set"]  # before: the trial written submitting, then written submitted
+    assert [t.state for t in after.trials][1:] == ["submitted", "pending"]
+    assert store.find(after.trials[1].job).sweep == rec.id
+    assert sweeps.get_record(store, rec.id) == after and not store.r.exists(sweeps.submitting_key(rec.id))
+
+    # a submitter that marked trial 2 and made its job died before its write: the job is adopted
+    store.r.hset(sweeps.submitting_key(rec.id), "2", 1)
+    orphan = submit.submit(store, settings, sweeps._trial_request(settings, after, 2), owner=after.owner)
+    last = store.last_event_id()
+    submit.cancel(store, after.trials[1].job, settings)
+    final = sweeps.advance_sweep(store, settings, rec.id)
+    assert writes.seen() == ["set"] and final.trials[2].job == orphan.id
+    assert [j.id for j in store.all() if j.sweep == rec.id and j.name == sweeps.trial_name(rec, 2)] == [orphan.id]
+    assert not [f for _, f in store.r.xrange(EVENTS, f"({last}", "+") if f.get("sweep") == rec.id]
