@@ -151,6 +151,8 @@ def test_a_sweep_is_made_read_and_cancelled(backend):
     assert backend.sweep(state.id).id == state.id
     assert state.id in [s.id for s in backend.sweeps()]
     wait_for(lambda: all(j.status.finished for j in backend.sweep(state.id).jobs), 120, 0.2, "the trials")
+    # the scheduler's next pass marks the sweep completed after its trials' jobs ended
+    wait_for(lambda: backend.sweep(state.id).status == "completed", 60, 0.2, "the sweep completed")
     board = backend.sweep(state.id).leaderboard
     assert [row["objective"] for row in board] == [1, 0]
     with pytest.raises(Conflict):
