@@ -26,8 +26,6 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-import redis
-
 from ..core.config import EVENTS_MAXLEN, PIPELINE_LOCK_TTL_S, PIPELINE_LOCK_WAIT_S, Settings
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound
 from ..core.keys import EVENTS, PREFIX
@@ -41,6 +39,7 @@ from ..core.pipelines.record import PipelineRecord, StepState, StepStatus
 from ..core.pipelines.spec import MissingOutput, PipelineSpec, parse_pipeline, read_pipeline, with_parameters
 from .store import JobStore
 from . import submit
+from .active_records import advance_each
 from .record_lock import RecordLock, optimistic
 
 log = logging.getLogger("nbrunner.pipelines")
@@ -336,16 +335,7 @@ def advance_pipelines(store: JobStore, settings: Settings) -> None:
     """Move every unfinished pipeline on from its steps' jobs: steps that started or ended, the
     next steps submitted.  Called by the scheduler on every pass; safe from several processes (a
     pipeline another process holds is skipped); never raises."""
-    try:
-        ids = store.r.smembers(ACTIVE_PIPELINES)
-    except redis.RedisError as exc:
-        log.warning("advance_pipelines: %s", exc)
-        return
-    for pid in sorted(ids):
-        try:
-            advance_pipeline(store, settings, pid)
-        except Exception as exc:  # noqa: BLE001 - one broken pipeline must not stop the scheduler
-            log.warning("advancing pipeline %s failed: %s: %s", pid, exc.__class__.__name__, exc)
+    advance_each(store, ACTIVE_PIPELINES, lambda pid: advance_pipeline(store, settings, pid), "pipeline", log)
 
 
 def advance_pipeline(store: JobStore, settings: Settings, pipeline_id: str, wait: float = 0.0

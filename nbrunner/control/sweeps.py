@@ -29,8 +29,6 @@ import time
 from pathlib import Path, PurePath, PurePosixPath
 from typing import Any, Iterable, Sequence
 
-import redis
-
 from ..core.config import EVENTS_MAXLEN, SWEEP_LOCK_TTL_S, SWEEP_LOCK_WAIT_S, Settings
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError, NotFound
 from ..core.keys import EVENTS, PREFIX, job_key
@@ -47,6 +45,7 @@ from ..core.sweeps.trial_lifecycle import Reported
 from ..core.sweeps.trials import generate_trials
 from . import submit
 from .actions import advance
+from .active_records import advance_each
 from .record_lock import RecordLock, optimistic
 
 log = logging.getLogger("nbrunner.sweeps")
@@ -262,16 +261,7 @@ def advance_sweeps(store: JobStore, settings: Settings) -> None:
 
     Called by the scheduler on every pass; safe to call from several processes at once and
     as often as wanted (a sweep another process is advancing is skipped); never raises."""
-    try:
-        ids = store.r.smembers(ACTIVE_SWEEPS)
-    except redis.RedisError as exc:
-        log.warning("advance_sweeps: %s", exc)
-        return
-    for sweep_id in sorted(ids):
-        try:
-            advance_sweep(store, settings, sweep_id)
-        except Exception as exc:  # noqa: BLE001 - one broken sweep must not stop the scheduler
-            log.warning("advancing sweep %s failed: %s: %s", sweep_id, exc.__class__.__name__, exc)
+    advance_each(store, ACTIVE_SWEEPS, lambda sid: advance_sweep(store, settings, sid), "sweep", log)
 
 
 def advance_sweep(store: JobStore, settings: Settings, sweep_id: str, wait: float = 0.0) -> SweepRecord | None:
