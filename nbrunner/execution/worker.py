@@ -131,6 +131,16 @@ class NbrunnerWorker(Worker):
                 log.warning("heartbeat failed: %s", exc.__class__.__name__)
                 wait = HEARTBEAT_RETRY_S
 
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        """rq's worker heartbeat, carried through a Redis restart: rq beats right after taking a
+        job from the queue, and an error there ends the worker with the job taken and never run
+        (rq #2236's window); here the beat is tried again until Redis is back."""
+        beat = super().heartbeat
+        if pipeline is not None:  # queued in the caller's transaction: its caller handles errors
+            beat(timeout, pipeline)
+            return
+        until_reachable(lambda: beat(timeout), "rq heartbeat")
+
     def maintain_heartbeats(self, job, execution) -> None:
         """rq's heartbeats while the horse runs (every ``job_monitoring_interval``).  Redis
         restarting at that moment does not end the worker (rq's loop would quit, and the job's

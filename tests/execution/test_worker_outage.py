@@ -4,6 +4,8 @@ unhandled exception, quitting"), its work horse and the job with it (the soak's 
 failed running jobs so, as "worker process died")."""
 from __future__ import annotations
 
+import threading
+
 import pytest
 import redis
 from rq import Queue
@@ -46,6 +48,33 @@ def test_a_job_heartbeat_while_redis_restarts_does_not_end_the_worker():
         job.started_at = now()
         wait_for(lambda: (worker.maintain_heartbeats(job, execution), conn.hget(job.key, "last_heartbeat") != before)[1],
                  30, 0.5, "a heartbeat once Redis is back")
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_the_beat_after_a_job_is_taken_waits_for_redis_to_come_back():
+    """rq beats once it has taken a job from the queue; Redis restarting at that moment ended the
+    worker with the job taken and never run (seen in a 20-minute soak). The beat now waits."""
+    d = short_tmpdir("nbwb")
+    sock = d / "r.sock"
+    procs = [_server(sock, d)]
+    store = JobStore(redis.Redis(unix_socket_path=str(sock), decode_responses=True, socket_timeout=5), f"unix://{sock}")
+    try:
+        wait_for(lambda: _ping(store.r), 30, 0.1, "Redis")
+        conn = rq_connection(store)
+        worker = NbrunnerWorker(["q"], connection=conn, name="host.2", store=store, host="host", slots=[],
+                                settings=Settings.load())
+        worker.heartbeat()
+        first = conn.hget(worker.key, "last_heartbeat")
+        procs[0].kill()
+        procs[0].wait()
+        restart = threading.Timer(1.5, lambda: procs.append(_server(sock, d)))
+        restart.start()
+        worker.heartbeat()  # Redis gone for 1.5 s: this returns once it is back, it does not raise
+        restart.join()
+        assert conn.hget(worker.key, "last_heartbeat") not in (None, first)
     finally:
         for p in procs:
             p.kill()
