@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from ..core.accounts import AccountTree, parse_accounts
 from ..core.config import MAX_NOTEBOOK_BYTES, MAX_YAML_BYTES
 from ..core.errors import InvalidRequest
 from ..core.inputs import MAX_INPUT_FILES, Collected, too_large
-from ..core.sweeps.asha import numeric
+
+if TYPE_CHECKING:
+    from ..core.accounts import AccountTree
 
 
 def read_limited(path, limit: int = MAX_YAML_BYTES) -> bytes:
@@ -121,6 +122,8 @@ def collect_inputs(base: Path, paths: Iterable[str], limit: int) -> Collected:
 
 def reported_values(job_dir: Path, metric: str, limit: int | None = None) -> list[float | None]:
     """The values of ``metric`` in the order the job reported them (``metrics.jsonl``)."""
+    from ..core.sweeps.asha import numeric  # the sweeps package loads pydantic
+
     out: list[float | None] = []
     try:
         with open(job_dir / "metrics.jsonl", "rb") as f:
@@ -142,6 +145,8 @@ def reported_values(job_dir: Path, metric: str, limit: int | None = None) -> lis
 
 def read_accounts(path) -> AccountTree:
     """``parse_accounts`` of a file; a file that cannot be read is a one-line ``InvalidRequest``."""
+    from ..core.accounts import parse_accounts  # pydantic: not for the CLI's read commands
+
     try:
         raw = read_limited(path)
     except OSError as exc:
