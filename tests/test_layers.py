@@ -16,6 +16,8 @@ import pytest
 
 import nbrunner
 
+from source_trees import parsed
+
 PACKAGE = Path(nbrunner.__file__).parent
 
 # Lowest first: the data flow submit -> queue -> allocate -> execute -> train -> store -> browse.
@@ -37,7 +39,7 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
     is_package = path.name == "__init__.py"
     package = name if is_package else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -164,7 +166,7 @@ def io_in(path: Path) -> list[str]:
     """The I/O imports and calls of one module: an I/O package imported, ``open()``, an ``os``
     call that touches files or processes, a path method that does."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             found += [f"import {n}" for n in names if not getattr(node, "level", 0)

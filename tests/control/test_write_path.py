@@ -20,6 +20,8 @@ import pytest
 
 import nbrunner
 
+from source_trees import parsed
+
 PACKAGE = Path(nbrunner.__file__).parent
 WRITER = "nbrunner/control/job_write.py"
 LOOP = "nbrunner/control/record_lock.py"
@@ -85,7 +87,7 @@ def watch_loops(source: str | ast.AST) -> list[int]:
 @lru_cache(maxsize=None)
 def _trees() -> tuple[tuple[str, ast.AST], ...]:
     """Every module of the package, parsed once for both checks."""
-    return tuple((path.relative_to(PACKAGE.parent).as_posix(), ast.parse(path.read_text()))
+    return tuple((path.relative_to(PACKAGE.parent).as_posix(), parsed(path))
                  for path in sorted(PACKAGE.rglob("*.py")))
 
 

@@ -309,7 +309,7 @@ def by_user(tree, demands):
     return leaves, users
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(account_scenarios(), st.sampled_from(["fairshare", "priority", "goodput"]))
 def test_totals_limits_and_job_bounds(sc, policy):
     total, demands, tree = sc
@@ -329,7 +329,7 @@ def test_totals_limits_and_job_bounds(sc, policy):
         assert rows(got)[path]["allocated"] == held
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(account_scenarios(), policies)
 def test_each_user_is_the_flat_policy_on_its_share(sc, policy):
     total, demands, tree = sc
@@ -339,7 +339,7 @@ def test_each_user_is_the_flat_policy_on_its_share(sc, policy):
         assert {d["id"]: out[d["id"]] for d in jobs} == allocate(share, jobs, policy)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(account_scenarios(), policies)
 def test_no_gpu_idle_while_a_job_could_use_it(sc, policy):
     total, demands, tree = sc
@@ -375,7 +375,7 @@ def fitting_guarantees(sc, policy):
     return allocate(total, demands, policy, accounts=tree), by_user(tree, demands)[0]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(account_scenarios(small_mins=True), policies)
 def test_guarantees_are_met_when_the_cluster_can(sc, policy):
     out, leaves = fitting_guarantees(sc, policy)
@@ -385,7 +385,7 @@ def test_guarantees_are_met_when_the_cluster_can(sc, policy):
         assert held >= min(guaranteed(a), demand_of(tree, total, leaves, demands, path))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(account_scenarios(), policies)
 def test_running_jobs_within_the_guarantee_keep_their_minimum(sc, policy):
     out, leaves = fitting_guarantees(sc, policy)
@@ -407,7 +407,7 @@ def test_deterministic_and_the_same_from_a_tree_object(sc, policy, rnd):
     assert allocate(total, demands, policy, accounts=accounts_tree(tree)) == out
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(account_scenarios(), policies)
 def test_the_account_view_adds_up(sc, policy):
     total, demands, tree = sc
@@ -442,7 +442,7 @@ def divisible(draw):
     return tops, total, draw(st.integers(1, 3))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(divisible(), policies)
 def test_weights_are_exact_when_the_total_divides(case, policy):
     tops, total, n_users = case
@@ -470,7 +470,7 @@ def test_weights_are_exact_when_the_total_divides(case, policy):
             assert out[f"{user}-x"] + out[f"{user}-y"] == expect[f"a{user[1]}/a{user[1:3]}"] // n_users
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(flat_scenarios(), policies)
 def test_without_accounts_it_is_the_flat_policy(sc, policy):
     total, demands = sc

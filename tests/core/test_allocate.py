@@ -236,14 +236,14 @@ def scenarios(draw):
 policies = st.sampled_from(["fairshare", "priority"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(scenarios(), policies)
 def test_matches_exact_reference(sc, policy):
     total, demands = sc
     assert allocate(total, demands, policy) == reference(total, demands, policy)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(scenarios(), policies)
 def test_invariants(sc, policy):
     total, demands = sc
@@ -271,7 +271,7 @@ def test_invariants(sc, policy):
             refused = True
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(scenarios(), policies, st.randoms(use_true_random=False))
 def test_deterministic_under_shuffle(sc, policy, rnd):
     total, demands = sc
@@ -280,7 +280,7 @@ def test_deterministic_under_shuffle(sc, policy, rnd):
     assert allocate(total, shuffled, policy) == allocate(total, demands, policy)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(scenarios(), st.data())
 def test_raising_priority_never_lowers_share(sc, data):
     total, demands = sc

@@ -13,6 +13,8 @@ from nbrunner.core import config
 from nbrunner.core.config import KEEP_DAYS, RETRIES, USER_VARIABLES, VARIABLES, WORKER_TTL, Variable, check
 from nbrunner.core.errors import InvalidRequest
 
+from source_trees import parsed
+
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "nbrunner"
 NAME = re.compile(r"(?<![A-Za-z0-9_])NBRUNNER_[A-Z0-9_]+")
@@ -22,7 +24,7 @@ GETTERS = {"raw", "text", "required", "seconds", "days", "count", "flag"}
 @functools.cache
 def modules() -> dict[str, ast.Module]:
     """Every module's syntax tree, parsed once for the tests here (they only read them)."""
-    return {str(p.relative_to(PACKAGE)): ast.parse(p.read_text(), str(p)) for p in sorted(PACKAGE.rglob("*.py"))}
+    return {str(p.relative_to(PACKAGE)): parsed(p) for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 def readme_table() -> dict[str, tuple[str, str]]:

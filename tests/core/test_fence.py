@@ -76,7 +76,7 @@ def lives(draw):
             for _ in range(draw(st.integers(1, 50)))]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(lives(), st.integers(0, 3))
 def test_no_write_of_a_past_attempt_ever_changes_the_record(life, retries):
     """Whatever happened before, an event of an attempt that no longer owns the record (an earlier

@@ -145,7 +145,7 @@ def queued_scenarios(draw, pauses: bool = True):
     return total, out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.one_of(measured_scenarios(), queued_scenarios()))
 def test_goodput_invariants(sc):
     """Totals, min/max (running jobs never below their min), admission as fairshare, no backfill."""
@@ -168,7 +168,7 @@ def test_goodput_invariants(sc):
             refused = True
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(st.one_of(measured_scenarios(), queued_scenarios()), st.randoms(use_true_random=False))
 def test_goodput_deterministic_under_shuffle(sc, rnd):
     total, demands = sc
@@ -177,7 +177,7 @@ def test_goodput_deterministic_under_shuffle(sc, rnd):
     assert allocate(total, shuffled, "goodput") == allocate(total, demands, "goodput")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(scenarios())
 def test_goodput_equals_fairshare_without_measurements(sc):
     total, demands = sc

@@ -65,7 +65,7 @@ def adaptive_scenarios(draw):
     return total, out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(adaptive_scenarios(), st.randoms(use_true_random=False))
 def test_invariants_with_efficiency(sc, rnd):
     """Totals, bounds and admission as without efficiency; the same answer in any order."""
@@ -83,7 +83,7 @@ def test_invariants_with_efficiency(sc, rnd):
     assert allocate(total, shuffled, "goodput") == out
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(measured_scenarios(), st.floats(0.05, 1.0))
 def test_the_same_efficiency_at_every_size_changes_nothing(sc, e):
     """Speedups are ratios: a job whose efficiency is the same at every size is allocated as without it

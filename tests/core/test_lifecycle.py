@@ -282,7 +282,7 @@ def scripts(draw):
     return steps
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(scripts(), st.integers(0, 3))
 def test_invariants_hold_after_every_event(script, retries):
     rec = submitted(JobRecord(id="j", name="n", notebook="n.ipynb", created_at="2026-01-01T00:00:00.000Z",

@@ -181,7 +181,7 @@ def make(kind: str, step: str):
             "cancel": Cancel(at=T)}[kind]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(scripts())
 def test_invariants_hold_after_every_event(script):
     source, events = script

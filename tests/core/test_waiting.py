@@ -139,7 +139,7 @@ def check(total, demands, hosts, gpus, waiting):
             assert can_ever_fit(d, total, hosts)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(flat_scenarios(), st.sampled_from(["fairshare", "priority", "goodput"]))
 def test_flat_a_reason_exactly_for_each_waiting_job(sc, policy):
     total, demands, hosts = sc
@@ -148,7 +148,7 @@ def test_flat_a_reason_exactly_for_each_waiting_job(sc, policy):
     check(total, demands, hosts, got.gpus, got.waiting)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(account_scenarios(), st.sampled_from(["fairshare", "priority", "goodput"]))
 def test_accounts_a_reason_exactly_for_each_waiting_job(sc, policy):
     total, demands, tree = sc
