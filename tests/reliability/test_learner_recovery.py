@@ -55,12 +55,14 @@ def learners_of(job_id: str) -> list[psutil.Process]:
 
 
 def test_killed_learner_is_replaced_on_its_slot(cluster):
-    job = cluster.submit("train.ipynb", {"EPOCHS": 10}, min_gpus=1, max_gpus=1)
+    # long enough that a quiet machine is still training when the learner is killed
+    job = cluster.submit("train.ipynb", {"EPOCHS": 100}, min_gpus=1, max_gpus=1)
     wait_for(lambda: job.refresh().record.status == "running" and progress(job) > 0.02, 180, 0.2, "training to start")
     rival = cluster.submit("rival.ipynb", min_gpus=1, max_gpus=1)  # waits for the only slot
     wait_for(lambda: rival.refresh().record.status == "queued", 30, 0.1, "the rival to queue")
+    wait_for(lambda: len(learners_of(job.id)) == 1, 30, 0.1, "the job's one learner")
     victims = learners_of(job.id)
-    assert len(victims) == 1
+    assert len(victims) == 1 and job.refresh().record.status == "running"
     before = progress(job)
     held = grants.held_by(cluster.store.r, job.id)
     assert len(held) == 1
