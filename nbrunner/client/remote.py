@@ -195,18 +195,14 @@ class RemoteBackend:
              schedule: str | None = None, sweep: str | None = None,
              owner: str | None = None) -> tuple[list[JobRecord], str | None]:
         """A page of jobs, newest first (``limit`` None: all), and the cursor of the next page;
-        ``owner`` and ``sweep`` filter the service's pages here."""
+        ``owner`` filters the service's pages here."""
         def keep(r: JobRecord) -> bool:
             return (owner is None or r.owner == owner) and (status is None or r.status == status)
 
-        if sweep is not None:
-            trials = [r for r in self.sweep(sweep).jobs if keep(r) and (schedule is None or r.schedule == schedule)]
-            trials.sort(key=lambda r: (r.created_at, r.id), reverse=True)
-            return trials[:limit], None
         out: list[JobRecord] = []
         size = JOBS_PAGE_MAX if limit is None else min(limit, JOBS_PAGE_MAX)
         while True:
-            page = self._call("GET", "jobs", status=status, schedule=schedule, limit=size, cursor=cursor)
+            page = self._call("GET", "jobs", status=status, schedule=schedule, sweep=sweep, limit=size, cursor=cursor)
             out += [r for r in map(JobRecord.from_dict, page["jobs"]) if keep(r)]
             cursor = page["next"]
             if limit is not None or cursor is None:
