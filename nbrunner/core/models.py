@@ -75,7 +75,7 @@ PUBLIC_FIELDS = (
     "history",
 )
 # Bookkeeping fields that ``to_dict()`` (the REST and ``--json`` job) shows after the public ones.
-SHOWN_EXTRA = ("timeout", "kernel", "attempt", "worker", "queue_position", "groups", "account", "reclaimed",
+SHOWN_EXTRA = ("timeout", "kernel", "attempt", "worker", "host", "queue_position", "groups", "account", "reclaimed",
                "pipeline", "step", "waiting", "expected_start", "expected_end",
                "inputs")
 _SHOWN = (*PUBLIC_FIELDS, *SHOWN_EXTRA)

@@ -26,8 +26,8 @@ ANSWERS = {"IJob": SCHEMAS["Job"], "IStatusChange": SCHEMAS["Job"]["properties"]
            "IWaiting": SCHEMAS["Job"]["properties"]["waiting"], "ISchedule": SCHEMAS["Schedule"]}
 REQUESTS = {"ISubmitRequest": SCHEMAS["JobRequest"], "ISweepRequest": SWEEP_REQUEST,
             "IScheduleRequest": SCHEMAS["ScheduleRequest"], "IScheduleUpdate": SCHEMAS["ScheduleRequest"]}
-# Read by the job page when a server sends it; this one does not (JobRecord.to_dict() leaves host out).
-NOT_SENT = {"IJob": {"host"}}
+# Fields an interface may declare that no answer of this server carries.
+NOT_SENT: dict[str, set[str]] = {}
 
 
 class TypeScript:

@@ -103,6 +103,8 @@ def test_the_page_of_a_completed_job(lab, page, trained):
     details = view.get_by_test_id("nbrunner-jobpage-details")
     expect(details.locator('[data-field="attempt"] td')).to_have_text(str(trained["attempt"]))
     expect(details.locator('[data-field="worker"] td')).to_have_text(trained["worker"])
+    assert trained["host"]
+    expect(details.locator('[data-field="host"] td')).to_have_text(trained["host"])
     # The loss over its steps, and the GPUs it held.
     chart = view.locator('[data-testid="nbrunner-jobpage-metric-chart"][data-title="loss"]')
     expect(chart).to_have_attribute("data-points", str(STEPS))
