@@ -70,7 +70,7 @@ def queue_write(p: Any, w: JobWrite) -> None:
         if w.new:
             p.zadd(JOBS, {w.job_id: w.score})
         if w.score is not None:
-            index_status(p, w.record, w.score)
+            index_status(p, w.record, w.score, fresh=w.new)
         if w.active:
             p.sadd(ACTIVE, w.job_id)
     for entry in w.entries:
@@ -80,8 +80,14 @@ def queue_write(p: Any, w: JobWrite) -> None:
         p.rpush(timeline_key(w.job_id), json.dumps({"t": utcnow(), "gpus": gpus}))
 
 
-def index_status(p: Any, rec: JobRecord, score: float) -> None:
-    """Queue, on pipeline ``p``, the moves that file ``rec`` under its status (and finish time)."""
+def index_status(p: Any, rec: JobRecord, score: float, fresh: bool = False) -> None:
+    """Queue, on pipeline ``p``, the moves that file ``rec`` under its status (and finish time);
+    ``fresh``: a new job (:func:`insert` checked its key is free), in no index yet: only the adds."""
+    if fresh:
+        p.zadd(status_index(rec.status), {rec.id: score})
+        if rec.status in FINISHED:
+            p.zadd(FINISHED_AT, {rec.id: finish_time(rec)})
+        return
     for status in STATUSES:
         if status != rec.status:
             p.zrem(status_index(status), rec.id)

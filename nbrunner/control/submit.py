@@ -16,6 +16,8 @@ from collections import OrderedDict
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
+import msgspec
+
 from ..core.config import (CHECKED_NOTEBOOKS_BYTES, MAX_BULK_JOBS, MAX_INPUT_BYTES, MAX_NOTEBOOK_BYTES, PURGE_WAIT_S,
                            RETRIES, Settings)
 from ..core.errors import Conflict, InvalidRequest, NbrunnerError
@@ -39,8 +41,18 @@ def retries(req: JobRequest) -> int:
     return RETRIES.count() if req.retries is None else req.retries
 
 
+_ID_SPACE = 26 * 36 ** 7  # a letter, then 7 letters or digits
+
+
 def new_id() -> str:
-    return secrets.choice(string.ascii_lowercase) + "".join(secrets.choice(ID_ALPHABET) for _ in range(7))
+    """A new random id: a letter, then 7 letters or digits, all equally likely (one draw)."""
+    n = secrets.randbelow(_ID_SPACE)
+    chars = [string.ascii_lowercase[n % 26]]
+    n //= 26
+    for _ in range(7):
+        n, k = divmod(n, 36)
+        chars.append(ID_ALPHABET[k])
+    return "".join(chars)
 
 
 def _exists(path: Path) -> bool:
@@ -412,7 +424,8 @@ def _stage(settings: Settings, p: Prepared, owner: str | None, groups: Sequence[
         raise Conflict("could not allocate a job id")
     try:
         (job_dir / "logs").mkdir()
-        (job_dir / "input.ipynb").write_text(p.checked.text, encoding="utf-8")
+        with open(job_dir / "input.ipynb", "wb") as f:
+            f.write(p.checked.text.encode("utf-8"))
         record = submitted(JobRecord(
             id=job_id,
             name=req.name or p.stem,
@@ -439,7 +452,8 @@ def _stage(settings: Settings, p: Prepared, owner: str | None, groups: Sequence[
             input_refs=list(p.refs),
             notify=req.notify,
         ))
-        (job_dir / "job.json").write_text(json.dumps(record.to_dict(), indent=1))
+        with open(job_dir / "job.json", "wb") as f:  # to_dict()'s JSON, encoded by msgspec
+            f.write(msgspec.json.format(msgspec.json.encode(record.public_view()), indent=1))
     except BaseException:
         shutil.rmtree(job_dir, ignore_errors=True)
         raise

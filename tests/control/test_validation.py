@@ -1,6 +1,7 @@
 """Bad requests are refused before anything is queued, with a message naming the problem."""
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -79,6 +80,8 @@ def test_a_good_request_is_recorded_and_snapshotted(workspace, store):
                                   "gpus", "owner", "created_at", "started_at", "finished_at", "output", "error",
                                   "progress", "metrics", "sweep", "schedule"}
     assert rec.to_dict()["schedule"] is None  # not a run of a schedule
+    named = service.submit(store, settings, {"notebook": "hello.ipynb", "name": "été ☃", "parameters": {"F": 1e16}})
+    assert json.loads((workspace / "runs" / named.id / "job.json").read_bytes()) == named.to_dict()
 
 
 def test_a_changed_notebook_is_checked_and_snapshotted_again(workspace, store):

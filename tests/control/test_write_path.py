@@ -421,3 +421,22 @@ def test_a_sweep_advance_that_submits_a_trial_writes_the_record_once(store, work
     assert writes.seen() == ["set"] and final.trials[2].job == orphan.id
     assert [j.id for j in store.all() if j.sweep == rec.id and j.name == sweeps.trial_name(rec, 2)] == [orphan.id]
     assert not [f for _, f in store.r.xrange(EVENTS, f"({last}", "+") if f.get("sweep") == rec.id]
+
+
+def test_a_new_job_is_only_added_to_its_indexes():
+    """A new job's key is checked free by the insert script, so its id is in no index: its write
+    adds it (to ``nbrunner:jobs``, its status index, the active set) and removes nothing; a change
+    of an existing record still takes it out of the other status indexes."""
+    from nbrunner.control.job_write import Commands, JobWrite, queue_write
+    from nbrunner.core.keys import JOBS, status_index
+    from nbrunner.core.lifecycle import submitted
+    from nbrunner.core.models import JobRecord
+
+    rec = submitted(JobRecord(id="abcdefgh", name="n", notebook="n.ipynb", owner="me", output="runs/abcdefgh/o.ipynb"))
+    new = Commands()
+    queue_write(new, JobWrite(rec.id, rec, score=1.0, new=True, active=True))
+    assert "zrem" not in new.args
+    assert {JOBS, status_index("queued")} <= set(new.args) and status_index("running") not in new.args
+    moved = Commands()
+    queue_write(moved, JobWrite(rec.id, rec, score=1.0))
+    assert "zrem" in moved.args and status_index("running") in moved.args
