@@ -366,18 +366,26 @@ def submit_many(store: JobStore, settings: Settings, requests: Any, owner: str |
     return records
 
 
-def submit_each(store: JobStore, settings: Settings, requests: Sequence[tuple[Any, str | None, Sequence[str]]],
-                base: Path | None = None) -> list[JobRecord | Exception]:
-    """Submit independent job requests, each ``(request, owner, groups)``, as :func:`submit` submits
-    one, but with every record stored in one atomic step: in its place, each request's record, or
-    the error that refused it (the others are not affected).  Concurrent REST submits share one
-    thread hop and one Redis round trip this way (:mod:`nbrunner.server.submit_batch`)."""
+def stage_each(settings: Settings, requests: Sequence[tuple[Any, str | None, Sequence[str]]],
+               base: Path | None = None) -> list[JobRecord | Exception]:
+    """Independent job requests, each ``(request, owner, groups)``, checked and their job directories
+    written as :func:`submit` does for one, not stored yet (:func:`store_staged` stores them): in
+    each request's place, its record or the error that refused it (the others are not affected)."""
     out: list[JobRecord | Exception] = []
     for request, owner, groups in requests:
         try:
             out.append(_stage(settings, prepare(settings, request, base), owner, groups))
         except Exception as exc:  # noqa: BLE001 - this request's own error, raised to its caller
             out.append(exc)
+    return out
+
+
+def store_staged(store: JobStore, settings: Settings,
+                 out: list[JobRecord | Exception]) -> list[JobRecord | Exception]:
+    """Every record :func:`stage_each` staged in ``out`` stored in one atomic Redis round trip
+    (concurrent REST submits share it: :mod:`nbrunner.server.submit_batch`); a record that could
+    not be stored is replaced by its error and its job directory removed."""
+    out = list(out)
     staged = [r for r in out if isinstance(r, JobRecord)]
     try:
         if staged and not store.create_many(staged):  # an id taken meanwhile (36^8 ids): one by one
