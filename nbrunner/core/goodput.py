@@ -60,7 +60,15 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    new count ``x`` differs from ``g = gpus`` (both within ``[min, max]``) only
    grows if ``(H - pause) * X(x) > H * X(g)``, i.e. the samples it gains over the
    horizon exceed what the pause costs; GPUs of growths that are not made undo
-   shrinks that fed them (in admission order, while they last).
+   shrinks that fed them (in admission order, while they last), and what is left of
+   them goes, by the same marginal gain and within the same bounds, to the other
+   measured jobs (each such growth checked again), so that a GPU is not left idle
+   while a job gains from it (work-conserving). A demand may also carry
+   ``"progress"`` (the share of its work done, ``0..1`` or None, as the job reports
+   it): a running job's horizon ``H`` is then at most the time it has left at its
+   pace, ``(attained - pause * g) / g * (1 - progress) / progress``: a job about to
+   end is neither grown nor, through the pause's weight above, shrunk for a gain it
+   would not live to collect.
 
 5. Batch-size adaptation: a demand may carry ``"efficiency"`` (``{gpus: statistical
    efficiency}``, values in ``(0, 1]``): the job scales its batch with its GPUs, so what it
@@ -86,8 +94,8 @@ Conventions: ``throughput`` is ``{gpus: samples_per_s}`` (see
 ``nbrunner.core.throughput``), ``efficiency`` likewise keyed with values in ``(0, 1]``;
 ``thresholds`` (a call's own queue thresholds, default :data:`QUEUE_THRESHOLDS`) increasing
 finite numbers > 0; ``attained``, ``pause_s`` and ``horizon_s`` are
-finite numbers >= 0 (``pause_s`` may be None: not measured); ``gpus`` an
-integer >= 0. Anything else raises ``ValueError``.
+finite numbers >= 0 (``pause_s`` may be None: not measured); ``progress`` a number in
+``[0, 1]`` or None; ``gpus`` an integer >= 0. Anything else raises ``ValueError``.
 """
 
 from __future__ import annotations
@@ -226,8 +234,20 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
         x[rest] += add
         avail -= int(add.sum())
     _top_up(avail, x, np.flatnonzero(~measured & adapts), M, w, w_is_int)  # GPUs no other job gains from
-    _restart_aware(x, m, M, midx, coef[midx], adm_demands)
+    _settle(x, min(total, int(M.sum())), m, M, midx, coef, cap, w, cur, rho, adm_demands)
     return x
+
+
+def _settle(x: np.ndarray, usable: int, m: np.ndarray, M: np.ndarray, midx: np.ndarray, coef: np.ndarray,
+            cap: np.ndarray, w: np.ndarray, cur: np.ndarray, rho: np.ndarray, adm_demands: list[dict]) -> None:
+    """Restart-aware (in place): growths not worth their pause undone, their GPUs to shrinks, then, by marginal
+    gain, to the measured jobs whose growth stood (each such growth checked again)."""
+    pinned = _restart_aware(x, m, M, midx, coef[midx], adm_demands)
+    free = usable - int(x.sum())
+    other = midx[~np.isin(midx, pinned)]
+    if free > 0 and len(other):
+        x[other] += _greedy(free, x[other], cap[other], coef[other], w[other], cur[other], rho[other])
+        _restart_aware(x, m, M, midx, coef[midx], adm_demands)
 
 
 def _top_up(avail: int, x: np.ndarray, idx: np.ndarray, upto: np.ndarray, w: np.ndarray, w_is_int: bool) -> int:
@@ -345,10 +365,12 @@ def _check_restart_fields(d: dict, ident: Any) -> None:
     g = d.get("gpus", 0)
     if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 0:
         raise ValueError(f"demand {ident!r}: gpus must be an integer >= 0, got {g!r}")
-    for key in ("pause_s", "horizon_s"):
+    for key in ("pause_s", "horizon_s", "progress"):
         v = d.get(key, 0.0)
-        if v is None and key == "pause_s":
+        if v is None and key in ("pause_s", "progress"):
             continue
+        if key == "progress" and not (isinstance(v, _REAL) and not isinstance(v, bool) and 0 <= v <= 1):
+            raise ValueError(f"demand {ident!r}: progress must be a number in [0, 1] or None, got {v!r}")
         if isinstance(v, bool) or not isinstance(v, _REAL) or not math.isfinite(v) or v < 0:
             raise ValueError(f"demand {ident!r}: {key} must be a finite number >= 0, got {v!r}")
 
@@ -362,10 +384,22 @@ def _current(adm_demands: list[dict], midx: np.ndarray, mm: np.ndarray, cap: np.
         d = adm_demands[i]
         g = d.get("gpus", 0)
         if g and d.get("running", False) and mm[r] <= g <= cap[r]:
-            H = float(d.get("horizon_s", HORIZON_S))
+            H = _horizon(d, g)
             cur[r] = g
             rho[r] = min(max(float(d.get("pause_s", 0.0) or 0.0) / H, 0.0), 0.5) if H > 0 else 0.5
     return cur, rho
+
+
+def _horizon(d: dict, g: int) -> float:
+    """Seconds a resize of a running job on ``g`` GPUs is weighed over: ``horizon_s``, or the time the job
+    has left if it reports its ``progress`` and ends sooner (the service that gave it ``progress``, less one
+    pause, over ``g`` GPUs, times ``(1 - progress) / progress``)."""
+    H = float(d.get("horizon_s", HORIZON_S))
+    p = d.get("progress")
+    if p is not None and 0 < p < 1 and g > 0:
+        useful = max(float(d.get("attained", 0.0)) - float(d.get("pause_s", 0.0) or 0.0) * g, 0.0)
+        H = min(H, useful * (1 - p) / p / g)
+    return H
 
 
 def _segment_cummin(v: np.ndarray, start: np.ndarray, ext: np.ndarray) -> np.ndarray:
@@ -380,10 +414,10 @@ def _segment_cummin(v: np.ndarray, start: np.ndarray, ext: np.ndarray) -> np.nda
 
 
 def _restart_aware(x: np.ndarray, m: np.ndarray, M: np.ndarray, midx: np.ndarray, coef: np.ndarray,
-                   adm_demands: list[dict]) -> None:
-    """Undo growths not worth their pause; their GPUs undo shrinks (in order)."""
+                   adm_demands: list[dict]) -> list[int]:
+    """Undo growths not worth their pause; their GPUs undo shrinks (in order). The jobs whose growth was undone."""
     spare = 0
-    shrinks = []
+    shrinks, pinned = [], []
     for r, i in enumerate(midx.tolist()):
         d = adm_demands[i]
         g = d.get("gpus", 0)
@@ -393,10 +427,11 @@ def _restart_aware(x: np.ndarray, m: np.ndarray, M: np.ndarray, midx: np.ndarray
         X = lambda n: 1.0 / (a + b / n + c * (n - 1))  # noqa: E731
         if x[i] > g:
             pause = float(d.get("pause_s", 0.0) or 0.0)
-            H = float(d.get("horizon_s", HORIZON_S))
+            H = _horizon(d, g)
             if (H - pause) * X(x[i]) <= H * X(g):
                 spare += int(x[i]) - g
                 x[i] = g
+                pinned.append(i)
         else:
             shrinks.append(i)
     for i in shrinks:
@@ -404,3 +439,4 @@ def _restart_aware(x: np.ndarray, m: np.ndarray, M: np.ndarray, midx: np.ndarray
         if need <= spare:
             spare -= need
             x[i] += need
+    return pinned

@@ -17,8 +17,9 @@ Scheduling (documented choices; performance and work are in ``nbrunner.sim.apps`
   (5000; the workloads have none). ``goodput`` demands also carry ``throughput``
   = the samples/s at the GPU counts the job has run so far (revealed by running,
   as a live job measures them: nothing at sizes it has not run), its current
-  ``gpus``, ``pause_s`` = the restart pause and ``attained`` = the GPU-seconds it
-  has held so far.
+  ``gpus``, ``pause_s`` = the restart pause, ``attained`` = the GPU-seconds it
+  has held so far and ``progress`` = the share of its work done (as a live job
+  reports it).
 * The policy is applied at every arrival and completion and every ``interval``
   seconds (a periodic call whose inputs did not change since the last call is
   skipped: the function is pure, so it would return the same; attained service
@@ -197,7 +198,7 @@ class _Replay(Replay):
         d = {"id": j.idx, "min_gpus": lo, "max_gpus": hi, "priority": DEFAULT_PRIORITY, "submitted_at": j.submit,
              "running": j.gpus > 0, "owner": j.owner or "-", "groups": j.groups}
         if self.policy == "goodput":
-            d.update(throughput=j.measured, gpus=j.gpus, pause_s=self.pause)
+            d.update(throughput=j.measured, gpus=j.gpus, pause_s=self.pause, progress=min(1.0, j.done / j.work) if j.work else 0.0)
             if self.adapt:
                 d["efficiency"] = j.efficiency
             if self.feed_attained:

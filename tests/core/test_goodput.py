@@ -104,6 +104,29 @@ def test_restart_fields_are_validated():
     assert allocate(3, [dict(d, pause_s=None)], "goodput") == {"a": 3}  # None = no pause measured
 
 
+def test_gpus_of_a_growth_not_made_go_to_a_job_that_gains():
+    flat = curve(0.045, 0.01, 0.0, [1, 2])  # 1 -> 2 GPUs: +10%, not worth a 30 s pause over the horizon
+    lin = curve(0.0, 0.01, 0.0, [1, 2, 4])
+    a = job("a", 1, 8, running=True, gpus=1, pause_s=30.0, throughput=flat)
+    b = job("b", 1, 8, submitted_at=1, running=True, gpus=4, pause_s=30.0, throughput=lin)
+    # a's first extra GPU is the largest marginal gain, but its growth is not made: that GPU
+    # goes to b (which gains from it) instead of staying idle.
+    assert allocate(10, [a, b], "goodput") == {"a": 1, "b": 8}
+    assert allocate(10, [a], "goodput") == {"a": 1}  # nobody else gains: the GPUs stay free
+
+
+def test_progress_caps_the_horizon_of_a_job_about_to_end():
+    lin = curve(0.0, 0.01, 0.0, [1, 2])
+    d = job("a", 1, 4, running=True, gpus=2, pause_s=30.0, throughput=lin, attained=2 * 600.0)
+    assert allocate(4, [dict(d, progress=0.5)], "goodput") == {"a": 4}  # 570 s left: doubling pays
+    # 99% done: about 6 s left at 2 GPUs, less than the pause: no growth, however large the gain.
+    assert allocate(4, [dict(d, progress=0.99)], "goodput") == {"a": 2}
+    assert allocate(4, [dict(d, progress=None)], "goodput") == {"a": 4}
+    for bad in (-0.1, 1.5, float("nan"), "0.5", True):
+        with pytest.raises(ValueError):
+            allocate(4, [dict(d, progress=bad)], "goodput")
+
+
 def test_horizon_field():
     t = curve(0.01, 0.002, 0.0, [1, 2])
     d = job("a", 1, 4, running=True, gpus=2, pause_s=60.0, throughput=t)
@@ -352,3 +375,24 @@ def test_less_attained_is_not_served_after_more(sc):
         for i in adm:
             if queue[i["id"]] < queue[j["id"]]:
                 assert not still_gains(i, out[i["id"]], total, queue[i["id"]]), (i, j, out)
+
+
+@settings(max_examples=100, deadline=None)
+@given(measured_scenarios(), st.data())
+def test_job_about_to_end_is_never_grown(sc, data):
+    """A running measured job whose reported progress leaves it less time than one pause is not grown."""
+    total, demands = sc
+    if data.draw(st.booleans()):  # jobs that would grow: linear from their current size, GPUs to spare
+        demands = [job(f"k{i}", 1, 8, submitted_at=i, running=True, gpus=g, pause_s=30.0,
+                       throughput=curve(0.0, 0.01, 0.0, [g]))
+                   for i, g in enumerate(data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=5)))]
+        total = sum(d["gpus"] for d in demands) + data.draw(st.integers(0, 30))
+    ending = set()
+    for d in demands:
+        g = d.get("gpus", 0)
+        if (d.get("running") and d.get("throughput") and d.get("pause_s", 0) > 1 and g
+                and d["min_gpus"] <= g <= d["max_gpus"] and data.draw(st.booleans())):
+            d.update(progress=0.999, attained=g * d["pause_s"] * 1.5)  # a 2000th of half a pause left
+            ending.add(d["id"])
+    out = allocate(total, demands, "goodput")
+    assert all(out[d["id"]] <= d["gpus"] for d in demands if d["id"] in ending)

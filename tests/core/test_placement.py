@@ -45,6 +45,9 @@ def test_demand_of_elastic_and_gang_jobs():
     running_gang = record(max_gpus=2, status="running", slots=[("a", 0), ("a", 1)])
     assert (demand_of(running_gang)["min_gpus"], demand_of(running_gang)["max_gpus"]) == (2, 2)
     assert demand_of(running_gang)["running"] is True
+    # The goodput policy weighs a resize over at most the time the job's reported progress leaves it.
+    assert demand_of(record(progress=0.25, elastic=True))["progress"] == 0.25
+    assert demand_of(elastic)["progress"] is None
 
 
 def test_admitted_stops_at_the_first_job_that_does_not_fit_in_the_policys_order():
