@@ -2,14 +2,13 @@
 
 A submit's own work is small (its checks come from caches, two small files); what it costs beyond
 that is a thread hop and the Redis write that stores its record (a round trip, and the fsync of
-``appendfsync always``: an accepted job survives a crash).  So submits go in two stages, each in a
-thread: requests are *staged*
-(checked, their job directories written: :func:`~nbrunner.control.submit.stage_each`) in batches,
-at most ``STAGING`` batches at once, so one slow request (a large notebook sent as content) does
-not hold every other submit back; staged records are *stored* by one committer, every record
-staged while the previous write was in flight in one script
-(:func:`~nbrunner.control.submit.store_staged`).  Each request still gets its own record or its
-own error; a bad request never refuses another.
+``appendfsync always``: an accepted job survives a crash). So submits go in two stages, each in a
+thread: requests are *staged* (checked, their job directories written:
+:func:`~nbrunner.control.submit.stage_each`) in batches, at most ``STAGING`` batches at once, so
+one slow request (a large notebook sent as content) does not hold every other submit back; staged
+records are *stored* by one committer, every record staged while the previous write was in flight
+in one script (:func:`~nbrunner.control.submit.store_staged`). Each request still gets its own
+record or its own error; a bad request never refuses another.
 """
 from __future__ import annotations
 
