@@ -198,7 +198,8 @@ class _Replay(Replay):
         d = {"id": j.idx, "min_gpus": lo, "max_gpus": hi, "priority": DEFAULT_PRIORITY, "submitted_at": j.submit,
              "running": j.gpus > 0, "owner": j.owner or "-", "groups": j.groups}
         if self.policy == "goodput":
-            d.update(throughput=j.measured, gpus=j.gpus, pause_s=self.pause, progress=min(1.0, j.done / j.work) if j.work else 0.0)
+            d.update(throughput=j.measured, gpus=j.gpus, pause_s=self.pause,
+                     progress=min(1.0, j.done / j.work) if j.work else 0.0)
             if self.adapt:
                 d["efficiency"] = j.efficiency
             if self.feed_attained:

@@ -26,8 +26,6 @@ ANSWERS = {"IJob": SCHEMAS["Job"], "IStatusChange": SCHEMAS["Job"]["properties"]
            "IWaiting": SCHEMAS["Job"]["properties"]["waiting"], "ISchedule": SCHEMAS["Schedule"]}
 REQUESTS = {"ISubmitRequest": SCHEMAS["JobRequest"], "ISweepRequest": SWEEP_REQUEST,
             "IScheduleRequest": SCHEMAS["ScheduleRequest"], "IScheduleUpdate": SCHEMAS["ScheduleRequest"]}
-# Fields an interface may declare that no answer of this server carries.
-NOT_SENT: dict[str, set[str]] = {}
 
 
 class TypeScript:
@@ -128,8 +126,7 @@ def answer_errors(ts: TypeScript, name: str, schema: dict) -> list[str]:
     errors = [f"{name} lacks {k!r}" for k in props if k not in members]
     for field, (optional, text) in members.items():
         if field not in props:
-            if field not in NOT_SENT.get(name, ()):
-                errors.append(f"{name}.{field}: the server sends no such field")
+            errors.append(f"{name}.{field}: the server sends no such field")
             continue
         if not covers(ts.kinds(text), schema_kinds(props[field])):
             errors.append(f"{name}.{field}: {text} does not admit {sorted(schema_kinds(props[field]))}")
