@@ -7,11 +7,19 @@ Starts a 2-worker cluster and a Jupyter server with the nbrunner extension on it
 server process; the flame graphs go to ``OUT`` (default: a temporary directory) as
 ``post.svg``/``get.svg`` and their hottest functions as ``post.txt``/``get.txt``.  Without py-spy
 it prints the rates and the server's CPU per request only.  Also prints the generator's own ceiling.
+
+``python bench/profile_rest.py --rounds [ROUNDS [PER [alone]]]``: ``POST /jobs`` with the workers
+running (``alone``: suspended), ``ROUNDS`` times (default 5) on one server, no profiler attached;
+each run, the median and the worst.  Run it in a session of its own at the default priority
+(``setsid -w``): the server is started in its own session, as ``nbrunner up`` starts Lab, and
+the workers and kernels are in theirs, so where Linux shares the CPU by session (autogroups)
+a shell given another priority would measure that priority.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import statistics
 import shutil
 import subprocess
 import sys
@@ -88,5 +96,40 @@ def main(per: int = 100, out: str | None = None) -> None:
     print(f"profiles in {dest}")
 
 
+def post_rounds(rounds: int = 5, per: int = 300, alone: bool = False) -> None:
+    """``POST /jobs`` from 10 kept-alive clients, the two workers running every job (``alone``: the
+    workers suspended), ``rounds`` times on one server and cluster (the queue grows by ``10 * per``
+    jobs a round); each run, then the median and the worst."""
+    import nbrunner
+
+    ws = Path(tempfile.mkdtemp(prefix="nbr", dir="/tmp"))
+    trivial_notebook(ws / "one.ipynb")
+    for k in ("NBRUNNER_REDIS_URL", "NBRUNNER_STORAGE"):
+        os.environ.pop(k, None)
+    post = {"notebook": "one.ipynb", "parameters": {"X": 7}}
+    runs = []
+    what = "the API alone (workers suspended)" if alone else "workers running"
+    with nbrunner.setup_cluster(gpus=0, workers=2, workspace=ws) as cluster, \
+            jupyter_server(ws, pids := []) as (base, token), \
+            workers_suspended(cluster.store.r) if alone else contextlib.nullcontext():
+        url = base + "/jobs"
+        keepalive_load(url, token, "POST", post, clients=2, per=5)
+        for _ in range(rounds):
+            cpu = process_cpu_s(pids[0])
+            got = keepalive_load(url, token, "POST", post, clients=CLIENTS, per=per)
+            got["server_cpu_ms"] = (process_cpu_s(pids[0]) - cpu) * 1000 / got["requests"]
+            runs.append(got)
+            print(f"POST /jobs, {what}: {got['rate']:.0f}/s p50 {got['p50_s'] * 1000:.1f} ms "
+                  f"p99 {got['p99_s'] * 1000:.1f} ms, server CPU {got['server_cpu_ms']:.2f} ms/request, "
+                  f"{len(got['errors'])} errors; load {os.getloadavg()[0]:.1f}", flush=True)
+    rates = [g["rate"] for g in runs]
+    print(f"POST /jobs, {what}, {rounds} runs: median {statistics.median(rates):.0f}/s, worst {min(rates):.0f}/s, best {max(rates):.0f}/s; "
+          f"median p99 {statistics.median(g['p99_s'] for g in runs) * 1000:.1f} ms; "
+          f"{sum(len(g['errors']) for g in runs)} errors")
+
+
 if __name__ == "__main__":
-    main(*(int(a) if i == 0 else a for i, a in enumerate(sys.argv[1:3])))
+    if sys.argv[1:2] == ["--rounds"]:
+        post_rounds(*(int(a) for a in sys.argv[2:4]), alone=sys.argv[4:5] == ["alone"])
+    else:
+        main(*(int(a) if i == 0 else a for i, a in enumerate(sys.argv[1:3])))
