@@ -147,6 +147,7 @@ class RemoteLearner:
         self.pid: Optional[int] = None
         self.worker: Optional[str] = None
         self._said_unreachable = -1e9
+        self._undelivered: Optional[int] = None  # a signal asked for while Redis was out of reach
 
     @classmethod
     def start(cls, channel, spec, timeout: float = LEARNER_START_TIMEOUT_S) -> "RemoteLearner":
@@ -179,9 +180,13 @@ class RemoteLearner:
     def poll(self) -> Optional[int]:
         """The learner's exit code once it ended, else None; None too while Redis (or the job's
         work horse, which asks Redis for the job) is out of reach: a restart of Redis does not
-        end the training, the learner's state is asked again on the next poll."""
+        end the training, the learner's state is asked again on the next poll, and a signal that
+        could not be sent meanwhile is sent then."""
         try:
-            return self._poll()
+            rc = self._poll()
+            if rc is None and self._undelivered is not None:
+                self._signal(self._undelivered)
+            return rc
         except UNREACHABLE + (ChannelError,) as exc:
             self._unreachable(exc)
             return None
@@ -206,12 +211,17 @@ class RemoteLearner:
         return None
 
     def _signal(self, sig: int) -> None:
+        if self._undelivered == int(signal.SIGKILL):
+            sig = self._undelivered  # a kill asked for is not weakened by a later terminate
         try:
             if self.worker is None and self._cancel():
+                self._undelivered = None
                 return  # never started: nothing to signal
             if self.worker:
                 self.channel.signal_learner(self.learner, sig)
-        except UNREACHABLE + (ChannelError,) as exc:  # the trainer kills it later if it stays
+                self._undelivered = None
+        except UNREACHABLE + (ChannelError,) as exc:  # sent by the next poll that reaches Redis
+            self._undelivered = sig
             self._unreachable(exc)
 
     def terminate(self) -> None:

@@ -1,7 +1,8 @@
 """A learner on another host is followed through Redis: while Redis restarts, the trainer's polls
 of it answer "no news" instead of raising (the soak's Redis faults failed training jobs with
 ``ConnectionError: ... Connection refused`` from ``RemoteLearner.poll``), and its exit is seen
-once Redis is back from its AOF."""
+once Redis is back from its AOF; a signal asked for during the outage is sent by the first poll
+that reaches Redis again (a stop lost to a restart left the learner running)."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ import redis
 
 from nbrunner.control.job_channel import Direct
 from nbrunner.control.store import JobStore
-from nbrunner.core.keys import learner_requests, learner_status, worker_key
+from nbrunner.core.keys import agent_control, learner_requests, learner_status, worker_key
 from nbrunner.elastic.cluster_slots import RemoteLearner
 from nbrunner.elastic.launcher import LearnerSpec
 from nbrunner.elastic.slots import Slot
@@ -43,7 +44,11 @@ def test_polling_a_remote_learner_rides_out_a_redis_restart():
         learner.terminate()            # a signal that cannot be sent now is not an error either
         procs.append(_server(sock, d))
         wait_for(lambda: _ping(store.r), 30, 0.1, "Redis back from its AOF")
+        assert store.r.llen(agent_control("host2.1")) == 0  # the terminate never reached the host
         assert learner.poll() is None
+        sent = [json.loads(m) for m in store.r.lrange(agent_control("host2.1"), 0, -1)]
+        assert sent == [{"learner": learner.learner, "signal": int(signal.SIGTERM)}]  # sent now, once
+        assert learner.poll() is None and store.r.llen(agent_control("host2.1")) == 1
         store.r.set(learner_status(learner.learner),
                     json.dumps({"pid": 4242, "worker": "host2.1", "rc": -int(signal.SIGKILL)}))
         assert learner.poll() == -int(signal.SIGKILL)
