@@ -43,14 +43,14 @@ def write_notebook(path: Path) -> None:
 
 
 @contextmanager
-def jupyter_server(root: Path, pids: list[int] | None = None, args: tuple[str, ...] = ()):
+def jupyter_server(root: Path, pids: list[int] | None = None):
     """A real Jupyter server (token auth) serving ``root`` with the nbrunner extension (its process
-    id appended to ``pids`` if given; ``args``: more of its command line)."""
+    id appended to ``pids`` if given), in a session of its own."""
     port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, "NBRUNNER_WORKSPACE": str(root)}
     proc = subprocess.Popen([sys.executable, "-m", "jupyter_server", f"--ServerApp.root_dir={root}",
                              f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1", "--ServerApp.open_browser=False",
-                             f"--IdentityProvider.token={token}", *(["--allow-root"] if os.geteuid() == 0 else []), *args], env=env, stdout=subprocess.DEVNULL,
+                             f"--IdentityProvider.token={token}", *(["--allow-root"] if os.geteuid() == 0 else [])], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)  # as `nbrunner up` starts Lab
     base = f"http://127.0.0.1:{port}/nbrunner/api"
     if pids is not None:

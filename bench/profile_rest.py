@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import statistics
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -123,8 +123,8 @@ def post_rounds(rounds: int = 5, per: int = 300, alone: bool = False) -> None:
                   f"p99 {got['p99_s'] * 1000:.1f} ms, server CPU {got['server_cpu_ms']:.2f} ms/request, "
                   f"{len(got['errors'])} errors; load {os.getloadavg()[0]:.1f}", flush=True)
     rates = [g["rate"] for g in runs]
-    print(f"POST /jobs, {what}, {rounds} runs: median {statistics.median(rates):.0f}/s, worst {min(rates):.0f}/s, best {max(rates):.0f}/s; "
-          f"median p99 {statistics.median(g['p99_s'] for g in runs) * 1000:.1f} ms; "
+    print(f"POST /jobs, {what}, {rounds} runs: median {statistics.median(rates):.0f}/s, "
+          f"worst {min(rates):.0f}/s, best {max(rates):.0f}/s; median p99 {statistics.median(g['p99_s'] for g in runs) * 1000:.1f} ms; "
           f"{sum(len(g['errors']) for g in runs)} errors")
 
 
