@@ -87,14 +87,6 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    report, so a live one starts at its fairshare share.) A demand without ``efficiency`` is
    served exactly as above.
 
-6. What a job measured beats its model: the marginal gains above (the greedy's and the floors') are
-   read, at each size the job has run (its ``throughput`` points; an adapting job's goodput points),
-   from its measurement, and from the fitted model elsewhere; and a GPU's gain against a floor is the
-   best average gain per GPU over a jump from there up to the job's bound (``max_L (S(n+L) - S(n)) /
-   L``, the slope of the curve's upper concave hull). A measured speedup need not be concave (on a
-   second node a job may run barely faster than on one, and faster again on a third), and the smooth
-   model cannot follow such a dip: judged one GPU at a time, a job stops at the dip.
-
 Without ``attained`` every job is in queue 0 and the policy is the plain goodput
 split of measured speedups; without measurements either, it equals fairshare.
 
@@ -189,9 +181,8 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     cap = M.astype(np.int64).copy()
     cur = np.zeros(len(m), dtype=np.int64)
     rho = np.zeros(len(m))
-    meas: list = [None] * len(m)  # each measured job's own points (sizes, seconds per sample)
     if len(midx):
-        coef[midx], max_seen = fit_arrays(_measured_points(meas, midx, thr, adm_ids))
+        coef[midx], max_seen = fit_arrays([points(thr[i], adm_ids[i]) for i in midx])
         if adapting:  # their largest size run, not the largest of their goodput points
             row = {i: r for r, i in enumerate(midx.tolist())}
             for i in adapting:
@@ -221,15 +212,15 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
         if len(ms) and avail > 0:
             if q == 0:  # by marginal gain; while later queues wait, only GPUs the job uses well
                 floor = np.where(adapts[ms], SHORT_ADAPTIVE_FLOOR, SHORT_EFFICIENCY_FLOOR)
-                lim = cap[ms] if q == queues[-1] else _useful_size(coef[ms], floor, x[ms], cap[ms], _rows(meas, ms))
+                lim = cap[ms] if q == queues[-1] else _useful_size(coef[ms], floor, x[ms], cap[ms])
                 held_back[ms] = lim < cap[ms]
-                add = _greedy(avail, x[ms], lim, coef[ms], w[ms], cur[ms], rho[ms], _rows(meas, ms))
+                add = _greedy(avail, x[ms], lim, coef[ms], w[ms], cur[ms], rho[ms])
             else:  # first come, first served, each up to its efficient size (adapting: its useful size)
                 size = _efficient_size(coef[ms], EFFICIENCY_FLOOR, cap[ms])
                 ad = adapts[ms]
                 if ad.any():
                     useful = _useful_size(coef[ms[ad]], np.full(int(ad.sum()), LONG_ADAPTIVE_FLOOR), x[ms[ad]],
-                                          cap[ms[ad]], _rows(meas, ms[ad]))
+                                          cap[ms[ad]])
                     size[ad] = np.maximum(size[ad], useful)
                 ext = np.maximum(size - x[ms], 0)
                 add = np.clip(avail - (np.cumsum(ext) - ext), 0, ext)
@@ -239,25 +230,23 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
             avail = _top_up(avail, x, un, start, w, w_is_int)
     rest = midx[(queue[midx] > 0) | held_back[midx]]  # the other measured jobs had every GPU they gain from
     if len(rest) and avail > 0:
-        add = _greedy(avail, x[rest], cap[rest], coef[rest], w[rest], cur[rest], rho[rest], _rows(meas, rest))
+        add = _greedy(avail, x[rest], cap[rest], coef[rest], w[rest], cur[rest], rho[rest])
         x[rest] += add
         avail -= int(add.sum())
     _top_up(avail, x, np.flatnonzero(~measured & adapts), M, w, w_is_int)  # GPUs no other job gains from
-    _settle(x, min(total, int(M.sum())), m, M, midx, coef, cap, w, cur, rho, adm_demands, meas)
+    _settle(x, min(total, int(M.sum())), m, M, midx, coef, cap, w, cur, rho, adm_demands)
     return x
 
 
 def _settle(x: np.ndarray, usable: int, m: np.ndarray, M: np.ndarray, midx: np.ndarray, coef: np.ndarray,
-            cap: np.ndarray, w: np.ndarray, cur: np.ndarray, rho: np.ndarray, adm_demands: list[dict],
-            meas: list) -> None:
+            cap: np.ndarray, w: np.ndarray, cur: np.ndarray, rho: np.ndarray, adm_demands: list[dict]) -> None:
     """Restart-aware (in place): growths not worth their pause undone, their GPUs to shrinks, then, by marginal
     gain, to the measured jobs whose growth stood (each such growth checked again)."""
     pinned = _restart_aware(x, m, M, midx, coef[midx], adm_demands)
     free = usable - int(x.sum())
     other = midx[~np.isin(midx, pinned)]
     if free > 0 and len(other):
-        x[other] += _greedy(free, x[other], cap[other], coef[other], w[other], cur[other], rho[other],
-                            _rows(meas, other))
+        x[other] += _greedy(free, x[other], cap[other], coef[other], w[other], cur[other], rho[other])
         _restart_aware(x, m, M, midx, coef[midx], adm_demands)
 
 
@@ -309,74 +298,24 @@ def _efficient_size(coef: np.ndarray, floor: float, cap: np.ndarray) -> np.ndarr
     return np.minimum(n, cap).astype(np.int64)
 
 
-def _useful_size(coef: np.ndarray, floor: np.ndarray, base: np.ndarray, cap: np.ndarray,
-                 meas: list | None = None) -> np.ndarray:
-    """Per job: the largest ``n`` (``base``..``cap``) whose every GPU past ``base`` adds at least ``floor`` (the
-    job's) to ``S``, judged over a jump (:func:`_jump_gains`: the best average gain per GPU from there)."""
+def _useful_size(coef: np.ndarray, floor: np.ndarray, base: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """Per job: the largest ``n`` (``base``..``cap``) whose every GPU past ``base`` adds ``S(k) - S(k-1) >= floor``
+    (the job's)."""
     ext = np.maximum(cap - base, 0)
     if ext.sum() == 0:
         return base.copy()
-    y, y1, start1 = _curve(coef, base, ext, meas)
+    b, a, c = coef[:, 0], coef[:, 1], coef[:, 2]
     job, start, k = _flat(ext)
-    adds = _jump_gains(y1 / y, start1, ext, job, k)  # in S = y(1) / y(n)
-    adds = np.where(base[job] + k < 1, np.inf, adds)  # the first GPU of a job at 0
+    hi = (base[job] + k + 1).astype(np.float64)  # the count the job's k-th extra GPU takes it to
+    y = lambda n: a[job] + b[job] / n + c[job] * (n - 1)  # noqa: E731
+    lo = np.maximum(hi - 1, 1)
+    adds = np.where(hi <= 1, 1.0, (a + b)[job] * (1 / y(hi) - 1 / y(lo)))  # S(hi) - S(hi - 1)
     good = _segment_cummin((adds >= floor[job]).astype(np.float64), start, ext) > 0
     return base + np.bincount(job[good], minlength=len(base)).astype(np.int64)
 
 
-def _rows(meas: list, idx: np.ndarray) -> list:
-    return [meas[i] for i in idx.tolist()]
-
-
-def _measured_points(meas: list, midx: np.ndarray, thr: list, ids: list) -> list:
-    """The measured jobs' validated points (sizes, seconds per sample), also kept in ``meas`` (in place)."""
-    for i in midx.tolist():
-        meas[i] = points(thr[i], ids[i])
-    return [meas[i] for i in midx.tolist()]
-
-
-def _curve(coef: np.ndarray, base: np.ndarray, ext: np.ndarray, meas: list | None
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Seconds per sample at ``n = base..base+ext`` of each job (flat, ``ext + 1`` a job; ``inf`` at 0): what the
-    job measured at ``n`` where it did (``meas``: per job its points, or None), else its model; the model's
-    ``y(1)`` per entry; each job's first entry."""
-    b, a, c = coef[:, 0], coef[:, 1], coef[:, 2]
-    job, start, k = _flat(ext + 1)
-    n = (base[job] + k).astype(np.float64)
-    with np.errstate(divide="ignore"):
-        y = np.where(n >= 1, a[job] + b[job] / np.maximum(n, 1) + c[job] * (n - 1), np.inf)
-    if meas is not None:
-        for r, pt in enumerate(meas):
-            if pt is None or not len(pt[0]):
-                continue
-            ns, ys = pt
-            sel = (ns >= base[r]) & (ns <= base[r] + ext[r])
-            if sel.any():
-                y[start[r] + (ns[sel] - base[r]).astype(np.int64)] = ys[sel]
-    return y, (a + b)[job], start
-
-
-def _jump_gains(u: np.ndarray, start1: np.ndarray, ext: np.ndarray, job: np.ndarray, k: np.ndarray,
-                jump: bool = True) -> np.ndarray:
-    """Per step (job's ``k``-th extra GPU): the best average gain per GPU of ``u`` (values at ``base..base+ext``,
-    flat from ``start1``) over a jump from there, ``max_L (u[k+L] - u[k]) / L`` (``jump``; else the next GPU's
-    gain alone): a dip the job measured (e.g. on a second node) does not hide a rise past it."""
-    pos = start1[job] + k
-    with np.errstate(invalid="ignore"):
-        best = u[pos + 1] - u[pos]
-        if not jump:
-            return best
-        left = ext[job] - k  # GPUs from this step up to the job's bound
-        for L in range(2, int(left.max()) + 1 if len(left) else 0):
-            ok = np.flatnonzero(left >= L)
-            if not len(ok):
-                break
-            best[ok] = np.maximum(best[ok], (u[pos[ok] + L] - u[pos[ok]]) / L)
-    return best
-
-
 def _greedy(pool: int, base: np.ndarray, cap: np.ndarray, coef: np.ndarray, w: np.ndarray, cur: np.ndarray,
-            rho: np.ndarray, meas: list | None = None) -> np.ndarray:
+            rho: np.ndarray) -> np.ndarray:
     """Extra GPUs (above ``base``, up to ``cap``): the ``pool`` largest weighted marginal gains."""
     ext = np.maximum(cap - base, 0)
     if pool <= 0 or ext.sum() == 0:
@@ -385,9 +324,10 @@ def _greedy(pool: int, base: np.ndarray, cap: np.ndarray, coef: np.ndarray, w: n
     # Flat candidates: job j's k-th extra GPU takes it from base+k to base+k+1.
     job, start, k = _flat(ext)
     lo = (base[job] + k).astype(np.float64)
-    y, y1, start1 = _curve(coef, base, ext, meas)
-    # Gain in -1/S (its measured points where it has them, else its model); from 0 GPUs the gain is 1.
-    gain = np.where(lo < 1, 1.0, _jump_gains(-y / y1, start1, ext, job, k, jump=False)) * w[job]
+    y = lambda n: a[job] + b[job] / n + c[job] * (n - 1)  # noqa: E731
+    y1 = (a + b)[job]  # seconds per sample on 1 GPU: S(n) = y1 / y(n)
+    # Gain in -1/S (concave for this model); from 0 GPUs the gain is 1.
+    gain = np.where(lo < 1, 1.0, (y(np.maximum(lo, 1)) - y(lo + 1)) / y1) * w[job]
     # Non-increasing per job (running minimum), so every job's picks are a prefix.
     gain = _segment_cummin(gain, start, ext)
     # Sticky: a running job at g loses its pause on any change, so the GPUs up to its

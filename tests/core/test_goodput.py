@@ -312,26 +312,6 @@ def test_batch_adapting_jobs_have_their_own_floors():
     assert allocate(10, [dict(short, efficiency=flat), new], "goodput") == allocate(10, [short, new], "goodput")
 
 
-def test_a_measured_dip_does_not_hide_the_rise_past_it():
-    """A job's gain for growing is what it measured where it ran, judged over a jump (the best average gain
-    per GPU from there): a job slower on a second node than on one (8 GPUs barely above 4) but fast again
-    on a third (12) is grown past the dip, as Pollux's speedup over a node's step would; the smooth model
-    fitted to those points alone kept it at 8, the dip."""
-    dip = {1: 100.0, 2: 200.0, 4: 390.0, 8: 420.0, 12: 800.0}  # S = 1, 2, 3.9, 4.2, 8: from 4 to 12, 0.51 a GPU
-    lin = {n: 100.0 * n for n in (1, 2, 4, 8, 16, 32)}
-    a = job("a", 1, 24, throughput=dip, efficiency={n: 1.0 for n in dip}, attained=LONG)
-    b = job("b", 1, 64, submitted_at=1, throughput=lin, attained=LONG)
-    assert LONG_ADAPTIVE_FLOOR == 0.45
-    # First come, first served in the long queue: a up to its useful size (12; past it the model falls
-    # below what it measured at 12), b the rest.
-    assert allocate(24, [a, b], "goodput") == {"a": 12, "b": 12}
-    assert allocate(40, [a, b], "goodput") == {"a": 12, "b": 28}
-    # A concave curve is judged as before: each next GPU's gain is the best average over any jump.
-    even = {n: 100.0 * n / (1 + 0.05 * (n - 1)) for n in (1, 2, 4, 8)}
-    c = job("c", 1, 16, throughput=even, efficiency={n: 1.0 for n in even}, attained=LONG)
-    assert allocate(24, [c, b], "goodput") == {"c": 10, "b": 14}
-
-
 def test_an_unmeasured_adapting_job_starts_small():
     """Before it has measured anything a batch-adapting job gets ADAPTIVE_START GPUs; it gets more only of
     the GPUs no other job gains from (a fixed-batch job gets its fairshare share, as before)."""
