@@ -27,13 +27,12 @@ from typing import NamedTuple
 
 import redis
 
-from rq.exceptions import NoSuchJobError
 from rq.job import Job as RqJob
 
 from ..core.accounts import AccountTree, held_by_account
 from ..core.allocate import allocate_explained
-from ..core.config import (GOODPUT_QUEUE, JOB_GRACE_S, KEEP_DAYS, LEASE_TTL, RENEWALS_PER_TTL, SCHEDULER_INTERVAL_S,
-                           STRANDED_AFTER_S, Settings, check)
+from ..core.config import (GOODPUT_QUEUE, JOB_GRACE_S, KEEP_DAYS, LEASE_TTL, PASS_REST_FACTOR, RENEWALS_PER_TTL,
+                           SCHEDULER_INTERVAL_S, STRANDED_AFTER_S, Settings, check)
 from ..core.keys import ACTIVE, LEASE, POLICY, job_key
 from ..core.lifecycle import Dispatch, Position, Preempt, Refused, SetAccount, Shrunk, Undispatch, WorkerLost
 from ..core.models import JobRecord, utcnow
@@ -164,6 +163,7 @@ class Scheduler:
         self._renew = self.r.register_script(_RENEW)
         self._next_fire = None  # the earliest fire time of a schedule: the loop wakes for it
         self._next_expiry: float | None = None  # monotonic time the first worker registration expires
+        self._parsed: dict[str, tuple[str, JobRecord]] = {}  # active job id -> its stored text and record
         self.retention = Retention(self.store, settings, KEEP_DAYS.days())
         self.attained = AttainedLedger(self.r)  # the goodput policy's attained service, per job
         self.outlooks = Outlooks(self.store)  # why jobs wait, when they should start and end
@@ -202,8 +202,10 @@ class Scheduler:
                     indexed = True
                 began = time.perf_counter()
                 self.step()
-                counters.record_pass(self.r, time.perf_counter() - began)
+                took = time.perf_counter() - began
+                counters.record_pass(self.r, took)
                 self.retention.maybe_run()
+                self.stopping.wait(min(PASS_REST_FACTOR * took, self.interval))
                 last, _ = self.store.wait_events(last, self._wait())
             except Exception as exc:  # Redis restarting or unreachable: retry
                 log.warning("scheduler pass failed: %s: %s", exc.__class__.__name__, exc)
@@ -227,7 +229,10 @@ class Scheduler:
 
     # ---- one pass -------------------------------------------------------------------
     def active_jobs(self) -> list[JobRecord]:
+        """Every active job's record; one whose stored text is unchanged since the last call is
+        not parsed again (records are frozen)."""
         ids = sorted(self.r.smembers(ACTIVE))
+        parsed, self._parsed = self._parsed, {}
         if not ids:
             return []
         out = []
@@ -235,7 +240,13 @@ class Scheduler:
             if raw is None:
                 self.r.srem(ACTIVE, jid)
                 continue
-            out.append(self.store.load(jid, raw))  # an unreadable record comes back quarantined
+            known = parsed.get(jid)
+            if known is not None and known[0] == raw:
+                rec = known[1]
+            else:
+                rec = self.store.load(jid, raw)  # an unreadable record comes back quarantined
+            self._parsed[jid] = (raw, rec)
+            out.append(rec)
         return out
 
     def step(self) -> None:
@@ -257,11 +268,12 @@ class Scheduler:
         for slot, jid in held.items():
             by_job[jid].append(slot)
         live = cap.slots
+        alive = self._dispatches_alive([r for r in jobs if r.status == "queued" and r.dispatched], cap)
         for rec in jobs:
             with contained(self.store, rec, "could not be recovered"):
                 if rec.status == "running" and rec.worker not in cap.workers:
                     self.lost(rec)
-                elif rec.status == "queued" and rec.dispatched and not self._dispatch_alive(rec, cap):
+                elif rec.status == "queued" and rec.dispatched and rec.id not in alive:
                     self.undispatch(rec)
                 elif rec.finished and not rec.released and rec.worker not in cap.workers:
                     self.lost(rec)  # it ended, but its worker died before confirming: nothing runs
@@ -283,36 +295,43 @@ class Scheduler:
             rest = [s for s, j in held.items() if j == jid]
             grants.release(self.r, jid, rest, reason="orphan")
 
-    def _dispatch_alive(self, rec: JobRecord, cap: Capacity) -> bool:
-        """A dispatched job not yet started: is its rq job still waiting or being picked up?"""
-        if rec.host and not cap.host_alive(rec.host):
-            return False
-        try:
-            job = RqJob.fetch(rq_job_id(rec.id, rec.attempt), connection=rq_connection(self.store))
-        except NoSuchJobError:
-            return False
-        status = job.get_status(refresh=False)
-        if status == "queued":
-            return self._waiting(job)
-        self._stranded.pop(job.id, None)
-        if status in ("deferred", "scheduled"):
-            return True
-        if status == "started":
-            return (job.worker_name or "") in cap.workers
-        return False
+    def _dispatches_alive(self, recs: list[JobRecord], cap: Capacity) -> set[str]:
+        """Of dispatched jobs not yet started, the ids of those whose rq job is still waiting or
+        being picked up: the rq jobs read in one round trip and each queue once, not a round trip
+        and a scan of the queue per job (a long queue would make every pass quadratic)."""
+        conn = rq_connection(self.store)
+        pipe = conn.pipeline(transaction=False)
+        for rec in recs:
+            pipe.hmget(RqJob.key_for(rq_job_id(rec.id, rec.attempt)), "status", "worker_name", "origin")
+        waiting_in: dict[bytes, set[bytes]] = {}  # a queue's name -> the rq job ids in it
+        alive = set()
+        for rec, (status, worker, origin) in zip(recs, pipe.execute() if recs else ()):
+            rq_id = rq_job_id(rec.id, rec.attempt)
+            if rec.host and not cap.host_alive(rec.host) or status is None:
+                continue
+            if status == b"queued":
+                if origin and origin not in waiting_in:
+                    waiting_in[origin] = set(conn.lrange(queue(self.store, origin.decode()).key, 0, -1))
+                if self._waiting(rq_id, rq_id.encode() in waiting_in.get(origin, ())):
+                    alive.add(rec.id)
+                continue
+            self._stranded.pop(rq_id, None)
+            if status in (b"deferred", b"scheduled") or status == b"started" and (worker or b"").decode() in cap.workers:
+                alive.add(rec.id)
+        return alive
 
-    def _waiting(self, job: RqJob) -> bool:
-        """Is a 'queued' rq job really in its queue?  A worker that dies (or loses Redis) between
+    def _waiting(self, rq_id: str, in_queue: bool) -> bool:
+        """Is a 'queued' rq job really waiting?  A worker that dies (or loses Redis) between
         taking a job from the queue and starting it leaves it in rq's intermediate queue,
         'queued' for ever; after a grace (a worker takes milliseconds) it is re-dispatched."""
-        if job.connection.lpos(queue(self.store, job.origin).key, job.id) is not None:
-            self._stranded.pop(job.id, None)
+        if in_queue:
+            self._stranded.pop(rq_id, None)
             return True
-        first = self._stranded.setdefault(job.id, time.monotonic())
+        first = self._stranded.setdefault(rq_id, time.monotonic())
         if time.monotonic() - first < STRANDED_AFTER_S:
             return True
-        del self._stranded[job.id]
-        log.warning("rq job %s was taken from its queue but never started: re-dispatching", job.id)
+        del self._stranded[rq_id]
+        log.warning("rq job %s was taken from its queue but never started: re-dispatching", rq_id)
         return False
 
     def lost(self, rec: JobRecord) -> None:
