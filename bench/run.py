@@ -13,7 +13,8 @@ from table import print_table  # noqa: E402
 BENCHMARKS = ["bench_jobs", "bench_allocate", "bench_sim", "bench_live_trace", "bench_elastic_throughput",
               "bench_elastic_rescale", "bench_elastic_pauses", "bench_elastic_equivalence", "bench_load", "bench_hub_load",
               "bench_cli", "bench_history", "bench_push_tabs", "bench_push_lab", "bench_startup", "bench_accounts",
-              "bench_multihost", "bench_run_as_owner", "bench_metrics", "bench_estimates", "bench_small_jobs"]
+              "bench_multihost", "bench_run_as_owner", "bench_metrics", "bench_estimates", "bench_small_jobs",
+              "bench_scheduler_pass"]
 
 
 def main(names: list[str]) -> int:
