@@ -68,7 +68,14 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    it): a running job's horizon ``H`` is then at most the time it has left at its
    pace, ``(attained - pause * g) / g * (1 - progress) / progress``: a job about to
    end is neither grown nor, through the pause's weight above, shrunk for a gain it
-   would not live to collect.
+   would not live to collect. When every admitted job is in a later queue (only long
+   jobs: no short one running or waiting), GPUs still free after all this go, by the
+   same marginal gain and within the same bounds, to the measured jobs, each such
+   growth weighed over the whole time the job has left (from its ``progress``; the
+   horizon above without it) rather than :data:`HORIZON_S`: no short job is there to
+   take them back, so such an allocation lasts until the next arrival, and a long job
+   finishing alone would otherwise leave GPUs idle for hours for want of a gain that
+   pays its pause within 150 s.
 
 5. Batch-size adaptation: a demand may carry ``"efficiency"`` (``{gpus: statistical
    efficiency}``, values in ``(0, 1]``): the job scales its batch with its GPUs, so what it
@@ -234,20 +241,27 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
         x[rest] += add
         avail -= int(add.sum())
     _top_up(avail, x, np.flatnonzero(~measured & adapts), M, w, w_is_int)  # GPUs no other job gains from
-    _settle(x, min(total, int(M.sum())), m, M, midx, coef, cap, w, cur, rho, adm_demands)
+    only_long = bool(len(queue)) and bool((queue > 0).all())
+    _settle(x, min(total, int(M.sum())), m, M, midx, coef, cap, w, cur, rho, adm_demands, only_long)
     return x
 
 
 def _settle(x: np.ndarray, usable: int, m: np.ndarray, M: np.ndarray, midx: np.ndarray, coef: np.ndarray,
-            cap: np.ndarray, w: np.ndarray, cur: np.ndarray, rho: np.ndarray, adm_demands: list[dict]) -> None:
+            cap: np.ndarray, w: np.ndarray, cur: np.ndarray, rho: np.ndarray, adm_demands: list[dict],
+            only_long: bool) -> None:
     """Restart-aware (in place): growths not worth their pause undone, their GPUs to shrinks, then, by marginal
-    gain, to the measured jobs whose growth stood (each such growth checked again)."""
+    gain, to the measured jobs whose growth stood (each such growth checked again); with ``only_long`` (every
+    admitted job in a later queue), GPUs still free go to the measured jobs, growths weighed over their time left."""
     pinned = _restart_aware(x, m, M, midx, coef[midx], adm_demands)
     free = usable - int(x.sum())
     other = midx[~np.isin(midx, pinned)]
     if free > 0 and len(other):
         x[other] += _greedy(free, x[other], cap[other], coef[other], w[other], cur[other], rho[other])
         _restart_aware(x, m, M, midx, coef[midx], adm_demands)
+    free = usable - int(x.sum())
+    if only_long and free > 0 and len(midx):
+        x[midx] += _greedy(free, x[midx], cap[midx], coef[midx], w[midx], cur[midx], rho[midx])
+        _restart_aware(x, m, M, midx, coef[midx], adm_demands, time_left=True)
 
 
 def _top_up(avail: int, x: np.ndarray, idx: np.ndarray, upto: np.ndarray, w: np.ndarray, w_is_int: bool) -> int:
@@ -390,15 +404,16 @@ def _current(adm_demands: list[dict], midx: np.ndarray, mm: np.ndarray, cap: np.
     return cur, rho
 
 
-def _horizon(d: dict, g: int) -> float:
+def _horizon(d: dict, g: int, time_left: bool = False) -> float:
     """Seconds a resize of a running job on ``g`` GPUs is weighed over: ``horizon_s``, or the time the job
     has left if it reports its ``progress`` and ends sooner (the service that gave it ``progress``, less one
-    pause, over ``g`` GPUs, times ``(1 - progress) / progress``)."""
+    pause, over ``g`` GPUs, times ``(1 - progress) / progress``); with ``time_left``, that time even if longer."""
     H = float(d.get("horizon_s", HORIZON_S))
     p = d.get("progress")
     if p is not None and 0 < p < 1 and g > 0:
         useful = max(float(d.get("attained", 0.0)) - float(d.get("pause_s", 0.0) or 0.0) * g, 0.0)
-        H = min(H, useful * (1 - p) / p / g)
+        left = useful * (1 - p) / p / g
+        H = left if time_left else min(H, left)
     return H
 
 
@@ -414,8 +429,9 @@ def _segment_cummin(v: np.ndarray, start: np.ndarray, ext: np.ndarray) -> np.nda
 
 
 def _restart_aware(x: np.ndarray, m: np.ndarray, M: np.ndarray, midx: np.ndarray, coef: np.ndarray,
-                   adm_demands: list[dict]) -> list[int]:
-    """Undo growths not worth their pause; their GPUs undo shrinks (in order). The jobs whose growth was undone."""
+                   adm_demands: list[dict], time_left: bool = False) -> list[int]:
+    """Undo growths not worth their pause (weighed over the job's time left, with ``time_left``); their GPUs undo
+    shrinks (in order). The jobs whose growth was undone."""
     spare = 0
     shrinks, pinned = [], []
     for r, i in enumerate(midx.tolist()):
@@ -427,7 +443,7 @@ def _restart_aware(x: np.ndarray, m: np.ndarray, M: np.ndarray, midx: np.ndarray
         X = lambda n: 1.0 / (a + b / n + c * (n - 1))  # noqa: E731
         if x[i] > g:
             pause = float(d.get("pause_s", 0.0) or 0.0)
-            H = _horizon(d, g)
+            H = _horizon(d, g, time_left)
             if (H - pause) * X(x[i]) <= H * X(g):
                 spare += int(x[i]) - g
                 x[i] = g

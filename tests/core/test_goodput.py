@@ -127,6 +127,20 @@ def test_progress_caps_the_horizon_of_a_job_about_to_end():
             allocate(4, [dict(d, progress=bad)], "goodput")
 
 
+def test_free_gpus_go_to_long_jobs_over_their_time_left():
+    flat = curve(0.045, 0.01, 0.0, [1, 2])  # 1 -> 2 GPUs: +10%, not worth a 30 s pause over HORIZON_S
+    a = job("a", 1, 8, running=True, gpus=1, pause_s=30.0, throughput=flat, attained=LONG, progress=0.5)
+    # Only long jobs: the free GPUs last until the next arrival, the job has ~20 h left at its pace.
+    assert allocate(10, [a], "goodput") == {"a": 4}  # 2x its largest measured size
+    # Its time left is what the growth is weighed over: nearly done, it stays.
+    assert allocate(10, [dict(a, progress=0.9999)], "goodput") == {"a": 1}
+    # Without progress (no time left known) or with a short job running, HORIZON_S as before.
+    assert allocate(10, [dict(a, progress=None)], "goodput") == {"a": 1}
+    short = job("s", 1, 1, submitted_at=1, running=True, gpus=1, pause_s=30.0, throughput={1: 50.0})
+    assert allocate(10, [a, short], "goodput") == {"a": 1, "s": 1}
+    assert allocate(10, [a, dict(short, attained=LONG)], "goodput") == {"a": 4, "s": 1}
+
+
 def test_horizon_field():
     t = curve(0.01, 0.002, 0.0, [1, 2])
     d = job("a", 1, 4, running=True, gpus=2, pause_s=60.0, throughput=t)
