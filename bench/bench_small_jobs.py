@@ -71,9 +71,9 @@ def _rest(ws: Path, per_client: int, r) -> dict:
     with jupyter_server(ws, pids := []) as (base, token):
         root = base[: -len("/nbrunner/api")]
         keepalive_load(root + "/nbrunner/api/jobs", token, "POST", post, clients=2, per=5)  # caches filled
-        for name, path, method, body in (("status", "/api/status", "GET", None),
-                                         ("post", "/nbrunner/api/jobs", "POST", post),
+        for name, path, method, body in (("status", "/api/status", "GET", None),  # alone first: no backlog to dispatch
                                          ("alone", "/nbrunner/api/jobs", "POST", post),
+                                         ("post", "/nbrunner/api/jobs", "POST", post),
                                          ("list", "/nbrunner/api/jobs?limit=50", "GET", None)):
             cpu = process_cpu_s(pids[0])
             with workers_suspended(r) if name == "alone" else contextlib.nullcontext():

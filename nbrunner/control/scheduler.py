@@ -3,7 +3,8 @@
 Exactly one scheduler is active: it holds a lease in Redis (``nbrunner:scheduler``); a
 second one waits as standby and takes over when the lease expires.  The active scheduler
 makes a pass on every event (submit, finish, cancel, priority change, release, worker
-join or leave) and at least every ``interval`` seconds:
+join or leave) and at least every ``interval`` seconds, resting ``PASS_REST_FACTOR`` times a
+pass's length before the next while events keep coming:
 
 1. capacity: the slots that live workers registered;
 2. recovery: jobs whose worker stopped heart-beating are re-queued (or failed);
