@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..core.config import RQ_FAILURE_TTL_S, RQ_RESULT_TTL_S
 from .html import write_output_html
+from .safe_write import write_into
 from ..core.lifecycle import (Action, AppendTimeline, Enqueue, ForgetRun, FreeSlots, JobEvent, RemoveJob, RenderHtml,
                               StopRun, SyncSlots, Transition, WriteGrant)
 from ..core.models import JobRecord
@@ -32,16 +33,21 @@ def advance(store: JobStore, job_id: str, event: JobEvent | Callable[[JobRecord]
     """Apply ``event`` to job ``job_id`` and carry out its actions; returns the transition (None if
     ``event``, a function of the record, picked nothing).  Raises Refused (nothing changed) if the
     event is not legal now.  Without ``settings`` (the job directory unknown) no HTML is rendered."""
-    done = store.transition(job_id, event, prepare=lambda t: _before(store, job_id, t.actions, settings))
+    done = store.transition(job_id, event, prepare=lambda t: _before(job_id, t, settings))
     if done is not None:
         carry_out(store, job_id, done.actions, settings)
     return done
 
 
-def _before(store: JobStore, job_id: str, actions: tuple[Action, ...], settings: Settings | None) -> None:
-    for action in actions:
+def _before(job_id: str, done: Transition, settings: Settings | None) -> None:
+    for action in done.actions:
         if isinstance(action, RenderHtml) and settings is not None:
             write_output_html(settings.job_dir(job_id))
+            if done.record is not None:  # the ended record's copy too: whoever sees the status finds both
+                try:
+                    write_into(settings.job_dir(job_id), "job.json", done.record.to_json(indent=1).encode())
+                except OSError as exc:  # a copy: the store holds the record
+                    log.warning("job %s: job.json not written: %s", job_id, exc)
 
 
 def carry_out(store: JobStore, job_id: str, actions: tuple[Action, ...], settings: Settings | None = None) -> None:
