@@ -26,10 +26,14 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
      its queue; what the queue's measured jobs leave tops these shares up
      (fairshare again) before any of it goes to a later queue;
    * in queue 0, measured jobs get the GPUs one at a time by the largest
-     weighted marginal gain ``priority * (1/S(x) - 1/S(x+1))`` (Pollux's
+     weighted marginal gain ``priority * r * (1/S(x) - 1/S(x+1))`` (Pollux's
      fairness-weighted speedup, a power mean with p = -1: concave here, so the
      greedy is optimal; ties, equal up to rounding (:data:`TIE_RTOL`), to the
-     earlier job), never past their max, their
+     earlier job), where ``r`` is ``1 / sqrt(R)`` over its mean among the queue's
+     measured jobs and ``R`` the job's estimated remaining service, ``attained *
+     (1 - progress) / progress`` (from the ``progress`` it reports; the median of the
+     others' without it): under congestion the jobs nearer their end get more of the
+     GPUs, a soft shortest-remaining-first that still serves every job. Never past their max, their
      peak or ``2 x`` their largest measured size (:data:`EXPLORE_FACTOR`; or
      their current size, if larger), so a job measured at one size (modelled as
      scaling linearly from there) grows step by step and is measured on the way;
@@ -38,13 +42,15 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
      a short job does not hold GPUs it barely uses while long jobs wait (with
      batch-size adaptation a job's goodput keeps rising a little up to its max,
      and queue 0 took nearly the whole cluster);
-   * in later queues (long jobs, which share the cluster for hours), measured
-     jobs are served first come, first served (admission order, as Tiresias
-     serves a queue), each up to its *efficient size*: the largest ``n`` within
-     the same bounds up to which its speedup still rises and ``S(n) / n`` stays
-     at or above :data:`EFFICIENCY_FLOOR` (0.85). Serving long jobs one after
-     the other finishes the first ones sooner than sharing evenly; the floor
-     keeps each from taking GPUs it would use poorly.
+   * in later queues (long jobs, which share the cluster for hours), the first
+     measured job (admission order, as Tiresias serves a queue) is served first,
+     up to its *efficient size*: the largest ``n`` within the same bounds up to
+     which its speedup still rises and ``S(n) / n`` stays at or above
+     :data:`EFFICIENCY_FLOOR` (0.85); the others share what is left by the
+     marginal gain above (without ``r``), each up to its efficient size. The
+     first one finishes sooner than if all shared evenly, and the ones behind it
+     do not wait for it in turn (the last one sets the makespan); the floor keeps
+     each from taking GPUs it would use poorly.
 
 3. GPUs left once every queue is served go, by the same marginal gain, to the
    later queues' measured jobs past their efficient size and to queue 0's held
@@ -221,16 +227,10 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
                 floor = np.where(adapts[ms], SHORT_ADAPTIVE_FLOOR, SHORT_EFFICIENCY_FLOOR)
                 lim = cap[ms] if q == queues[-1] else _useful_size(coef[ms], floor, x[ms], cap[ms])
                 held_back[ms] = lim < cap[ms]
-                add = _greedy(avail, x[ms], lim, coef[ms], w[ms], cur[ms], rho[ms])
-            else:  # first come, first served, each up to its efficient size (adapting: its useful size)
-                size = _efficient_size(coef[ms], EFFICIENCY_FLOOR, cap[ms])
-                ad = adapts[ms]
-                if ad.any():
-                    useful = _useful_size(coef[ms[ad]], np.full(int(ad.sum()), LONG_ADAPTIVE_FLOOR), x[ms[ad]],
-                                          cap[ms[ad]])
-                    size[ad] = np.maximum(size[ad], useful)
-                ext = np.maximum(size - x[ms], 0)
-                add = np.clip(avail - (np.cumsum(ext) - ext), 0, ext)
+                add = _greedy(avail, x[ms], lim, coef[ms], w[ms] * _remaining_weight(adm_demands, ms, attained),
+                              cur[ms], rho[ms])
+            else:  # the first up to its efficient size (adapting: its useful size), the others by marginal gain
+                add = _serve_long(avail, ms, x, coef, cap, adapts, w, cur, rho)
             x[ms] += add
             avail -= int(add.sum())
         if len(un) and avail > 0 and q != queues[-1]:  # before a later queue
@@ -244,6 +244,37 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     only_long = bool(len(queue)) and bool((queue > 0).all())
     _settle(x, min(total, int(M.sum())), m, M, midx, coef, cap, w, cur, rho, adm_demands, only_long)
     return x
+
+
+def _serve_long(avail: int, ms: np.ndarray, x: np.ndarray, coef: np.ndarray, cap: np.ndarray,
+                adapts: np.ndarray, w: np.ndarray, cur: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    """Extra GPUs of a later queue's measured jobs ``ms`` out of ``avail``: the first up to its efficient size
+    (a batch-adapting one: the larger of that and its useful size), the others by marginal gain up to theirs."""
+    size = _efficient_size(coef[ms], EFFICIENCY_FLOOR, cap[ms])
+    ad = adapts[ms]
+    if ad.any():
+        useful = _useful_size(coef[ms[ad]], np.full(int(ad.sum()), LONG_ADAPTIVE_FLOOR), x[ms[ad]], cap[ms[ad]])
+        size[ad] = np.maximum(size[ad], useful)
+    ext = np.maximum(size - x[ms], 0)
+    add = np.zeros(len(ms), dtype=np.int64)
+    add[0] = min(int(ext[0]), avail)  # the first long job, first come, first served
+    o = ms[1:]
+    add[1:] = _greedy(avail - int(add[0]), x[o], x[o] + ext[1:], coef[o], w[o], cur[o], rho[o])
+    return add
+
+
+def _remaining_weight(adm_demands: list[dict], ms: np.ndarray, attained: np.ndarray) -> np.ndarray:
+    """Per job of ``ms``: ``1 / sqrt(R)`` over its mean, ``R`` the job's estimated remaining service
+    ``attained (1 - progress) / progress`` (the median of the others' without ``progress`` > 0 or service)."""
+    R = np.full(len(ms), np.nan)
+    for r, i in enumerate(ms.tolist()):
+        p = adm_demands[i].get("progress")
+        if p is not None and 0 < p <= 1 and attained[i] > 0:
+            R[r] = attained[i] * (1 - p) / p
+    known = R[np.isfinite(R)]
+    R = np.where(np.isfinite(R), R, float(np.median(known)) if len(known) else 1.0)
+    R = 1.0 / np.sqrt(np.maximum(R, 1e-3 * max(float(R.mean()), 1e-9)))  # a job about to end: bounded
+    return R / R.mean()
 
 
 def _settle(x: np.ndarray, usable: int, m: np.ndarray, M: np.ndarray, midx: np.ndarray, coef: np.ndarray,

@@ -275,6 +275,24 @@ def test_long_jobs_first_come_first_served():
     assert allocate(10, plain, "goodput") == {"l0": 4, "l1": 3, "l2": 3}
 
 
+def test_long_jobs_behind_the_first_share_by_marginal_gain():
+    lin = curve(0.0, 0.01, 0.0, [1, 2, 4])  # efficient up to 2 x 4 GPUs
+    longs = [job(f"l{i}", 1, 8, submitted_at=i, throughput=lin, attained=LONG) for i in range(3)]
+    # The first one up to its efficient size; the next two split what is left instead of one after the other.
+    assert allocate(14, longs, "goodput") == {"l0": 8, "l1": 3, "l2": 3}
+
+
+def test_short_jobs_nearer_their_end_get_more_gpus():
+    lin = curve(0.0, 0.01, 0.0, [1, 2, 4])
+    start = job("a", 1, 8, throughput=lin, attained=3600.0, progress=0.1)  # ~9 GPU-h left
+    near = job("b", 1, 8, submitted_at=1, throughput=lin, attained=3600.0, progress=0.9)  # ~0.1 GPU-h left
+    # Equal gains would split 4 / 4; weighted by 1 / sqrt(remaining service), b is served more.
+    assert allocate(8, [start, near], "goodput") == {"a": 2, "b": 6}
+    # Without progress (nothing known of what is left) the plain split.
+    plain = [{k: v for k, v in d.items() if k != "progress"} for d in (start, near)]
+    assert allocate(8, plain, "goodput") == {"a": 4, "b": 4}
+
+
 def test_long_jobs_stop_at_their_efficient_size():
     knee = curve(0.001, 0.009, 0.0, [1, 2, 4])  # S(n)/n = 10/(n+9): efficient size 2 at 0.85
     lin = curve(0.0, 0.01, 0.0, [1, 2, 4])
