@@ -28,12 +28,10 @@ from typing import NamedTuple
 
 import redis
 
-from rq.job import Job as RqJob
-
 from ..core.accounts import AccountTree, held_by_account
 from ..core.allocate import allocate_explained
 from ..core.config import (GOODPUT_QUEUE, JOB_GRACE_S, KEEP_DAYS, LEASE_TTL, PASS_REST_FACTOR, RENEWALS_PER_TTL,
-                           SCHEDULER_INTERVAL_S, STRANDED_AFTER_S, Settings, check)
+                           SCHEDULER_INTERVAL_S, Settings, check)
 from ..core.keys import ACTIVE, LEASE, POLICY, job_key
 from ..core.lifecycle import Dispatch, Position, Preempt, Refused, SetAccount, Shrunk, Undispatch, WorkerLost
 from ..core.models import JobRecord, utcnow
@@ -48,7 +46,7 @@ from .outlook import Outlooks, asking_accounts
 from .actions import advance, carry_out
 from .job_access import revoke_access, runs_as_owner
 from .retention import Retention
-from .queues import queue, rq_connection, rq_job_id
+from .dispatch_watch import DispatchWatch
 from .pipelines import advance_pipelines
 from .registration import Capacity, live_capacity
 from .schedules import fire_due
@@ -160,7 +158,7 @@ class Scheduler:
         self.stopping = threading.Event()
         self._outlook: dict[str, dict] = {}  # this pass's outlooks not yet written
         self._asking: set[str] = set()  # accounts GPUs are taken back for, this pass
-        self._stranded: dict[str, float] = {}  # rq job id -> when first seen 'queued' but in no queue
+        self.dispatches = DispatchWatch(self.store)  # are the jobs handed to rq still waiting there?
         self._renew = self.r.register_script(_RENEW)
         self._next_fire = None  # the earliest fire time of a schedule: the loop wakes for it
         self._next_expiry: float | None = None  # monotonic time the first worker registration expires
@@ -269,7 +267,7 @@ class Scheduler:
         for slot, jid in held.items():
             by_job[jid].append(slot)
         live = cap.slots
-        alive = self._dispatches_alive([r for r in jobs if r.status == "queued" and r.dispatched], cap)
+        alive = self.dispatches.alive([r for r in jobs if r.status == "queued" and r.dispatched], cap)
         for rec in jobs:
             with contained(self.store, rec, "could not be recovered"):
                 if rec.status == "running" and rec.worker not in cap.workers:
@@ -295,45 +293,6 @@ class Scheduler:
         for jid in set(held.values()) - {r.id for r in jobs}:
             rest = [s for s, j in held.items() if j == jid]
             grants.release(self.r, jid, rest, reason="orphan")
-
-    def _dispatches_alive(self, recs: list[JobRecord], cap: Capacity) -> set[str]:
-        """Of dispatched jobs not yet started, the ids of those whose rq job is still waiting or
-        being picked up: the rq jobs read in one round trip and each queue once, not a round trip
-        and a scan of the queue per job (a long queue would make every pass quadratic)."""
-        conn = rq_connection(self.store)
-        pipe = conn.pipeline(transaction=False)
-        for rec in recs:
-            pipe.hmget(RqJob.key_for(rq_job_id(rec.id, rec.attempt)), "status", "worker_name", "origin")
-        waiting_in: dict[bytes, set[bytes]] = {}  # a queue's name -> the rq job ids in it
-        alive = set()
-        for rec, (status, worker, origin) in zip(recs, pipe.execute() if recs else ()):
-            rq_id = rq_job_id(rec.id, rec.attempt)
-            if rec.host and not cap.host_alive(rec.host) or status is None:
-                continue
-            if status == b"queued":
-                if origin and origin not in waiting_in:
-                    waiting_in[origin] = set(conn.lrange(queue(self.store, origin.decode()).key, 0, -1))
-                if self._waiting(rq_id, rq_id.encode() in waiting_in.get(origin, ())):
-                    alive.add(rec.id)
-                continue
-            self._stranded.pop(rq_id, None)
-            if status in (b"deferred", b"scheduled") or status == b"started" and (worker or b"").decode() in cap.workers:
-                alive.add(rec.id)
-        return alive
-
-    def _waiting(self, rq_id: str, in_queue: bool) -> bool:
-        """Is a 'queued' rq job really waiting?  A worker that dies (or loses Redis) between
-        taking a job from the queue and starting it leaves it in rq's intermediate queue,
-        'queued' for ever; after a grace (a worker takes milliseconds) it is re-dispatched."""
-        if in_queue:
-            self._stranded.pop(rq_id, None)
-            return True
-        first = self._stranded.setdefault(rq_id, time.monotonic())
-        if time.monotonic() - first < STRANDED_AFTER_S:
-            return True
-        del self._stranded[rq_id]
-        log.warning("rq job %s was taken from its queue but never started: re-dispatching", rq_id)
-        return False
 
     def lost(self, rec: JobRecord) -> None:
         """The worker running ``rec`` is gone: re-queue it, or fail it when retries are spent (a job
