@@ -197,6 +197,15 @@ def test_cancel_withdraws_the_unsubmitted_trials_and_cancels_the_unfinished_jobs
     assert transition(rec, Cancel(at=T, jobs={"a": DONE})).actions == (Ended(status=SweepStatus.CANCELLED),)
 
 
+def test_a_sweep_whose_trials_all_ended_cannot_be_cancelled_before_its_advance_completes_it():
+    rec = transition(new_sweep(n=2, max_parallel=None), Advance(at=T)).record
+    rec = transition(rec, TrialsSubmitted(jobs={0: "a", 1: "b"})).record
+    with pytest.raises(Refused, match="already completed"):
+        transition(rec, Cancel(at=T, jobs={"a": DONE, "b": DONE}))
+    assert transition(rec, Cancel(at=T, jobs={"a": DONE, "b": RUNNING})).record.status.value == "cancelled"
+    assert transition(rec, Advance(at=T, jobs={"a": DONE, "b": DONE})).record.status.value == "completed"
+
+
 def test_early_stopping_stops_the_worse_trials_once_per_rung():
     rec = new_sweep(n=3, max_parallel=None, early={"rungs": [1, 2], "reduction_factor": 3})
     rec = transition(rec, Advance(at=T)).record

@@ -9,7 +9,9 @@ An event that is not legal in the sweep's state raises :class:`~nbrunner.core.fe
 changes nothing.  Events carry their time.
 
 States (:class:`~.record.SweepStatus`): ``running`` --Advance (every trial settled, every trial
-job ended)--> ``completed``; ``running`` --Cancel--> ``cancelled``.  While running:
+job ended)--> ``completed``; ``running`` --Cancel--> ``cancelled`` (refused once every trial is
+settled and its job ended: the sweep is complete, whether or not an Advance wrote it yet).  While
+running:
 
 - ``Advance`` applies the reported values, early stopping (:mod:`.asha`: a :class:`StopTrial` per
   trial stopped), then marks the next pending trials ``submitting`` (so many that at most
@@ -189,8 +191,7 @@ def _advance(rec: SweepRecord, e: Advance) -> Transition[SweepRecord]:
     if due:
         actions.append(SubmitTrials(indexes=tuple(due)))
     changes: dict[str, Any] = {"trials": trials}
-    done = all(t.state.settled for t in trials) and all(
-        t.job not in e.jobs or e.jobs[t.job].finished for t in trials if t.job)
+    done = _ended(trials, e.jobs)
     if done:
         changes.update(status=COMPLETED, finished_at=e.at)
         actions.append(Ended(status=COMPLETED))
@@ -227,8 +228,15 @@ def _trial_not_submitted(rec: SweepRecord, e: TrialNotSubmitted) -> Transition[S
     return Transition(replace(rec, trials=trials))
 
 
+def _ended(trials: list[Trial], jobs: dict[str, JobSeen]) -> bool:
+    """Nothing more to submit and every trial's job ended (one no longer stored counts as ended)."""
+    return all(t.state.settled for t in trials) and all(t.job not in jobs or jobs[t.job].finished for t in trials if t.job)
+
+
 def _cancel(rec: SweepRecord, e: Cancel) -> Transition[SweepRecord]:
     _running(rec)
+    if _ended(list(rec.trials), e.jobs):  # the next Advance completes it: a cancel would say otherwise
+        raise Refused(f"sweep {rec.id} is already completed: its trials have ended")
     trials = [tl.step(t, tl.Withdrawn()) if t.state in (TrialState.PENDING, TrialState.SUBMITTING) else t
               for t in rec.trials]
     cancels = [CancelJob(job=t.job) for t in rec.trials if t.job in e.jobs and not e.jobs[t.job].finished]
