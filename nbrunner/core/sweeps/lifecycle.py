@@ -32,7 +32,7 @@ Invariants (tests/core/test_sweep_lifecycle.py checks them over random event seq
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import msgspec
 
@@ -228,14 +228,14 @@ def _trial_not_submitted(rec: SweepRecord, e: TrialNotSubmitted) -> Transition[S
     return Transition(replace(rec, trials=trials))
 
 
-def _ended(trials: list[Trial], jobs: dict[str, JobSeen]) -> bool:
+def _ended(trials: Sequence[Trial], jobs: dict[str, JobSeen]) -> bool:
     """Nothing more to submit and every trial's job ended (one no longer stored counts as ended)."""
     return all(t.state.settled for t in trials) and all(t.job not in jobs or jobs[t.job].finished for t in trials if t.job)
 
 
 def _cancel(rec: SweepRecord, e: Cancel) -> Transition[SweepRecord]:
     _running(rec)
-    if _ended(list(rec.trials), e.jobs):  # the next Advance completes it: a cancel would say otherwise
+    if _ended(rec.trials, e.jobs):  # the next Advance completes it: a cancel would say otherwise
         raise Refused(f"sweep {rec.id} is already completed: its trials have ended")
     trials = [tl.step(t, tl.Withdrawn()) if t.state in (TrialState.PENDING, TrialState.SUBMITTING) else t
               for t in rec.trials]
