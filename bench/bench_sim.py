@@ -81,6 +81,7 @@ SENSITIVITY = {  # constant of nbrunner.core.goodput: (alternatives to its chose
     "LONG_ADAPTIVE_FLOOR": ((0.3,), ADAPT),
     "EXPLORE_FACTOR": ((4,), BOTH),
     "ADAPTIVE_START": ((2,), ADAPT),
+    "SHRINK_PAUSES": ((1, 3), BOTH),
 }
 SOURCES = ("nbrunner/core/goodput.py", "nbrunner/core/allocate.py", "nbrunner/core/demands.py",
            "nbrunner/core/throughput.py", "nbrunner/core/efficiency.py", "nbrunner/core/fairsplit.py",

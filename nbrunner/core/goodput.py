@@ -61,8 +61,9 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    ``"horizon_s"`` (default :data:`HORIZON_S`, 150 s = two and a half 60 s
    scheduling intervals). In the marginal-gain steps, a running measured job's GPUs up to
    its current count are worth ``rho / (1 - rho)`` of its utility more (``rho =
-   pause / horizon``, spread evenly over them), the utility it loses to a pause
-   if it is resized, so small reshuffles do not happen. At the end, a job whose
+   SHRINK_PAUSES x pause / horizon``, spread evenly over them), the utility it loses to the pauses
+   if it is resized: a job shrunk now pays a pause now and another when it grows
+   back as the GPUs return (:data:`SHRINK_PAUSES`), so small reshuffles do not happen. At the end, a job whose
    new count ``x`` differs from ``g = gpus`` (both within ``[min, max]``) only
    grows if ``(H - pause) * X(x) > H * X(g)``, i.e. the samples it gains over the
    horizon exceed what the pause costs; GPUs of growths that are not made undo
@@ -124,7 +125,7 @@ from .throughput import fit_arrays, points
 
 __all__ = ["goodput_allocate", "attained_array", "queue_of", "QUEUE_THRESHOLDS", "EFFICIENCY_FLOOR",
            "SHORT_EFFICIENCY_FLOOR", "SHORT_ADAPTIVE_FLOOR", "LONG_ADAPTIVE_FLOOR", "HORIZON_S", "EXPLORE_FACTOR",
-           "ADAPTIVE_START"]
+           "ADAPTIVE_START", "SHRINK_PAUSES"]
 
 QUEUE_THRESHOLDS = (16 * 3600.0,)
 """Attained service (GPU-seconds) at which a job moves to the next queue: 16 GPU-hours."""
@@ -142,6 +143,9 @@ is weighed against."""
 ADAPTIVE_START = 1
 """GPUs a batch-adapting job gets before it has measured anything (more only of GPUs no other job gains from)."""
 EXPLORE_FACTOR = 2
+SHRINK_PAUSES = 2
+"""Pauses a shrink of a running job costs it, as weighed in the marginal gains: its own, and the one of its growth
+back when the GPUs return."""
 TIE_RTOL = 1e-9
 """Marginal gains this close (relative) are a tie, given to the earlier job: float noise decides nothing."""
 _REAL = (int, float, np.integer, np.floating)
@@ -422,7 +426,8 @@ def _check_restart_fields(d: dict, ident: Any) -> None:
 
 def _current(adm_demands: list[dict], midx: np.ndarray, mm: np.ndarray, cap: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray]:
-    """Current GPU count (0 if not running or outside ``[min, cap]``) and pause / horizon per measured job."""
+    """Current GPU count (0 if not running or outside ``[min, cap]``) and the pauses of a shrink / horizon per
+    measured job."""
     cur = np.zeros(len(midx), dtype=np.int64)
     rho = np.zeros(len(midx))
     for r, i in enumerate(midx.tolist()):
@@ -431,7 +436,8 @@ def _current(adm_demands: list[dict], midx: np.ndarray, mm: np.ndarray, cap: np.
         if g and d.get("running", False) and mm[r] <= g <= cap[r]:
             H = _horizon(d, g)
             cur[r] = g
-            rho[r] = min(max(float(d.get("pause_s", 0.0) or 0.0) / H, 0.0), 0.5) if H > 0 else 0.5
+            pause = SHRINK_PAUSES * float(d.get("pause_s", 0.0) or 0.0)
+            rho[r] = min(max(pause / H, 0.0), 0.5) if H > 0 else 0.5
     return cur, rho
 
 

@@ -41,6 +41,10 @@ __all__ = ["ThroughputModel", "fit_throughput", "fit_many", "fit_arrays", "point
 # Feature subsets (columns of (1/n, 1, n-1)); b (1/n) first so ties prefer it. Sync
 # alone (c only) is left out: it would predict infinite throughput on one GPU.
 _SUBSETS = ((0,), (1,), (0, 1), (0, 2), (1, 2), (0, 1, 2))
+# Relative squared error below which two fits are equally exact: two sizes are fitted exactly by several
+# pairs of coefficients, and the ridge's rounding must not pick among them (it picked a flat ``a + c(n-1)``
+# over ``b/n + c(n-1)`` for a job slower at 25 GPUs than at 20, and the job was cut to one GPU).
+_EXACT = 1e-10
 
 
 class ThroughputModel:
@@ -135,7 +139,7 @@ def fit_arrays(pts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np
         pred = np.einsum("jpk,jk->jp", Fs, beta)
         err = (W * (Y - pred) ** 2).sum(axis=1)
         feasible = ok & (beta >= 0).all(axis=1) & (beta[:, [S.index(s) for s in S if s < 2]].sum(axis=1) > 0)
-        better = feasible & (err < best_err * (1 - 1e-9) - 1e-15)
+        better = feasible & (err < best_err * (1 - 1e-9) - _EXACT)
         if better.any():
             best_err[better] = err[better]
             coef[better] = 0.0

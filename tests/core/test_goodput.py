@@ -94,6 +94,20 @@ def test_restart_aware_undoes_shrink_that_fed_a_refused_growth():
     assert allocate(8, no_pause, "goodput") == {"a": 1, "b": 7}
 
 
+def test_a_shrink_is_weighed_as_two_pauses(monkeypatch):
+    """A running job shrunk now pays a pause now and another when it grows back: a growth of another job that
+    would pay for one pause of the job it shrinks, but not for two, is not made."""
+    import nbrunner.core.goodput as goodput
+
+    a = job("a", 1, 8, running=True, gpus=4, pause_s=30.0, throughput=curve(0.0, 0.01, 0.0, [1, 2, 4]))
+    b = job("b", 1, 8, submitted_at=1, running=True, gpus=2, pause_s=30.0,
+            throughput=curve(0.0027, 0.01, 0.0, [1, 2]))  # its 3rd GPU adds more than a's 4th
+    assert goodput.SHRINK_PAUSES == 2
+    assert allocate(6, [a, b], "goodput") == {"a": 4, "b": 2}
+    monkeypatch.setattr(goodput, "SHRINK_PAUSES", 1)  # one pause: the reshuffle is made
+    assert allocate(6, [a, b], "goodput") == {"a": 3, "b": 3}
+
+
 def test_restart_fields_are_validated():
     t = curve(0.01, 0.002, 0.0, [1, 2])
     d = job("a", 1, 4, running=True, gpus=2, pause_s=60.0, throughput=t)

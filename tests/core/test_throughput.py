@@ -46,6 +46,16 @@ def test_fit_two_points_and_duplicates_nonnegative():
     assert m2.samples_per_s(8) < m2.samples_per_s(4)
 
 
+def test_fit_two_sizes_past_the_peak_keeps_the_parallel_compute():
+    """Two sizes are fitted exactly by ``b/n + c(n-1)`` and by a flat ``a + c(n-1)`` alike: the fit keeps the
+    parallel compute ``b`` (a job slower at 25 GPUs than at 20 still scales below 20), whatever the rounding."""
+    m = fit_throughput({25: 18759.0, 20: 18800.0})
+    assert m.samples_per_s(20) == pytest.approx(18800.0, rel=1e-4)
+    assert m.samples_per_s(25) == pytest.approx(18759.0, rel=1e-4)
+    assert m.b > 0 and m.a == 0
+    assert m.speedup(20) > 10
+
+
 def test_fit_empty_and_invalid():
     assert fit_throughput({}) is None
     for bad in ({0: 10.0}, {"x": 10.0}, {1: -1.0}, {1: float("nan")}, {1: True}, [1, 2]):
