@@ -18,9 +18,9 @@ exactly by trying every subset of the three coefficients that contains ``a`` or
 ``b`` and that the number of distinct measured sizes can identify (1 size: ``b``
 only, i.e. linear scaling from that point; 2 sizes: at most two coefficients;
 3+: all) and keeping the non-negative one with the least relative squared error
-(ties: fewer coefficients). Residuals are relative (each point weighted by
-``1/y^2``), so a fast and a slow size count alike. Duplicate sizes are averaged
-first.
+(ties, errors within ``_EXACT`` of each other: fewer coefficients, then ``b``
+first). Residuals are relative (each point weighted by ``1/y^2``), so a fast and
+a slow size count alike. Duplicate sizes are averaged first.
 
 Conventions: measurements are ``{gpus: samples_per_s}`` with int or str keys
 (``"2"``), positive sizes and positive finite rates; anything else raises
