@@ -97,7 +97,7 @@ def test_restart_aware_undoes_shrink_that_fed_a_refused_growth():
 def test_a_shrink_is_weighed_as_two_pauses(monkeypatch):
     """A running job shrunk now pays a pause now and another when it grows back: a growth of another job that
     would pay for one pause of the job it shrinks, but not for two, is not made."""
-    import nbrunner.core.goodput as goodput
+    from nbrunner.core import goodput
 
     a = job("a", 1, 8, running=True, gpus=4, pause_s=30.0, throughput=curve(0.0, 0.01, 0.0, [1, 2, 4]))
     b = job("b", 1, 8, submitted_at=1, running=True, gpus=2, pause_s=30.0,
