@@ -44,7 +44,7 @@ class DispatchWatch:
         out = set()
         for rec, (status, worker, origin) in zip(recs, pipe.execute()):
             rq_id = rq_job_id(rec.id, rec.attempt)
-            if rec.host and not cap.host_alive(rec.host) or status is None:
+            if status is None or (rec.host and not cap.host_alive(rec.host)):
                 continue
             if status == b"queued":
                 if origin and origin not in waiting_in:
