@@ -12,6 +12,7 @@ from ..control.outage import until_reachable
 from ..core.config import ATTEMPT, GPUS, JOB_DIR, JOB_ID, SLOT_SOURCE, Settings
 from ..core.lifecycle import Fail, Finish, Refused, Start, Timeout
 from ..core.models import JobRecord, utcnow
+from ..control.safe_write import write_into
 from ..control.store import JobStore
 
 
@@ -66,7 +67,10 @@ def die_with_parent_preexec() -> None:
 
 
 def end(store: JobStore, settings: Settings, rec: JobRecord, error: str | None, timed_out: bool) -> str:
-    """Record the attempt's end (``output.html`` and ``job.json`` before the final status, by the
-    transition's ``RenderHtml``); returns the final status."""
-    finish(store, settings, rec.id, rec.attempt, error, timed_out)
+    """Record the attempt's end (``output.html`` before the final status) and write ``job.json``
+    (again: the copy written before the status is of the first try's record, and a retried write
+    may store a newer one); returns the final status."""
+    final = finish(store, settings, rec.id, rec.attempt, error, timed_out)
+    if final is not None:
+        write_into(settings.job_dir(rec.id), "job.json", final.to_json(indent=1).encode())
     return "failed" if error else "completed"
