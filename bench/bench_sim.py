@@ -82,6 +82,8 @@ SENSITIVITY = {  # constant of nbrunner.core.goodput: (alternatives to its chose
     "EXPLORE_FACTOR": ((4,), BOTH),
     "ADAPTIVE_START": ((2,), ADAPT),
     "SHRINK_PAUSES": ((1, 3), BOTH),
+    "REMAINING_EXPONENT": ((0.35, 0.7), BOTH),
+    "HOLD_WINDOW_S": ((1800.0, 7200.0), FIXED),
 }
 SOURCES = ("nbrunner/core/goodput.py", "nbrunner/core/allocate.py", "nbrunner/core/demands.py",
            "nbrunner/core/throughput.py", "nbrunner/core/efficiency.py", "nbrunner/core/fairsplit.py",

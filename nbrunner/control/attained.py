@@ -43,3 +43,8 @@ class AttainedLedger:
                         sums[jid] = fold(sums[jid], (json.loads(x) for x in raw))
         self._sums = sums
         return {rec.id: service_at(sums[rec.id], now) if rec.id in sums else 0.0 for rec in jobs}
+
+    def resizes(self, job_id: str) -> int:
+        """Changes of the job's GPU count since its first start, as of the last :meth:`of` (0 if not seen)."""
+        acc = self._sums.get(job_id)
+        return acc.resizes if acc is not None else 0

@@ -32,9 +32,10 @@ from ..core.accounts import AccountTree, held_by_account
 from ..core.allocate import allocate_explained
 from ..core.config import (GOODPUT_QUEUE, JOB_GRACE_S, KEEP_DAYS, LEASE_TTL, PASS_REST_FACTOR, RENEWALS_PER_TTL,
                            SCHEDULER_INTERVAL_S, Settings, check)
-from ..core.keys import ACTIVE, LEASE, POLICY, job_key
+from ..core.goodput import HOLD_WINDOW_S, expected_hold_s
+from ..core.keys import ACTIVE, JOBS, LEASE, POLICY, job_key
 from ..core.lifecycle import Dispatch, Position, Preempt, Refused, SetAccount, Shrunk, Undispatch, WorkerLost
-from ..core.models import JobRecord, utcnow
+from ..core.models import JobRecord, parse_time, utcnow
 from ..core.placement import Slot, Step, admitted, demand_of, plan, started
 from .quarantine import quarantine_job
 from ..core.reclaim import reclaim_plan
@@ -114,18 +115,19 @@ def divide(total: int, demands: list[dict], policy: str, tree: AccountTree | Non
 
 def placeable(store: JobStore, live: list[JobRecord], total: int, policy: str, tree: AccountTree | None = None,
               attained: dict[str, float] | None = None, queues: tuple[float, ...] | None = None,
-              hosts: list[int] | None = None) -> Division:
+              hosts: list[int] | None = None, holds: dict[str, float] | None = None) -> Division:
     """The division of the live jobs the allocator accepts; a job whose demand it refuses (e.g. a
     GPU count out of range written by an older version) is quarantined.  ``attained``: the
-    GPU-seconds each job has received (goodput serves the least served first)."""
-    attained = attained or {}
+    GPU-seconds each job has received (goodput serves the least served first); ``holds``: how long
+    each job's next allocation is expected to last (goodput weighs growths over it)."""
+    attained, holds = attained or {}, holds or {}
     def refused(rec: JobRecord, exc: Exception) -> None:
         quarantined(store, rec.id, f"the job could not be placed ({exc.__class__.__name__}: {exc})")
 
     demands, kept = [], []
     for rec in live:
         try:
-            demands.append(demand_of(rec, attained.get(rec.id, 0.0)))
+            demands.append(demand_of(rec, attained.get(rec.id, 0.0), holds.get(rec.id)))
             kept.append(rec)
         except Exception as exc:  # noqa: BLE001
             refused(rec, exc)
@@ -312,6 +314,13 @@ class Scheduler:
             pass
 
     # ---- allocation -------------------------------------------------------------------
+    def holds(self, live: list[JobRecord], now: float) -> dict[str, float]:
+        """How long each live job's next allocation is expected to last (after ``self.attained.of``):
+        from the jobs submitted in the last ``HOLD_WINDOW_S`` and the job's age and resizes."""
+        arrivals = int(self.r.zcount(JOBS, now - HOLD_WINDOW_S, "+inf"))
+        return {rec.id: expected_hold_s(arrivals, max(0.0, now - parse_time(rec.created_at).timestamp()),
+                                        self.attained.resizes(rec.id)) for rec in live}
+
     def allocate(self, jobs: list[JobRecord], cap: Capacity, held: dict[Slot, str]) -> None:
         """Shares from the policy (down the accounts tree, if the cluster has one), a plan from
         :func:`nbrunner.core.placement.plan`, then the plan carried out against Redis.  A slot
@@ -320,10 +329,12 @@ class Scheduler:
         total = len(cap.slots)
         tree = accounts.current(self.store)
         policy = self.policy
-        served = self.attained.of(live) if policy == "goodput" else {}
+        now = time.time()
+        served = self.attained.of(live, now) if policy == "goodput" else {}
+        holds = self.holds(live, now) if policy == "goodput" else {}
         queues = (GOODPUT_QUEUE.seconds(),) if policy == "goodput" else None
         hosts = [len(idx) for idx in cap.hosts.values()] or ([0] if cap.workers else [])
-        div = placeable(self.store, live, total, policy, tree, served, queues, hosts)
+        div = placeable(self.store, live, total, policy, tree, served, queues, hosts, holds)
         shares, reasons, self._asking = div.shares, {}, set()
         if tree is not None:
             shares, reasons = self.reclaim(div, tree)

@@ -27,19 +27,24 @@ class Attained(NamedTuple):
     closed: float = 0.0       # GPU-seconds up to the newest point
     t: float | None = None    # the newest point's time (POSIX seconds)
     gpus: int = 0             # the GPU count since then
+    resizes: int = 0          # changes of the GPU count since the first start (resizes, preemptions, restarts)
+    started: bool = False     # some point had a GPU
 
 
 def fold(acc: Attained, points: Iterable[dict]) -> Attained:
     """``acc`` with the timeline points that follow the ``acc.seen`` it has folded in."""
-    seen, closed, t, gpus = acc
+    seen, closed, t, gpus, resizes, started = acc
     for p in points:
         at = parse_time(p["t"]).timestamp()
         if t is not None and at > t:
             closed += gpus * (at - t)
         t = at if t is None else max(t, at)
-        gpus = max(0, int(p["gpus"]))
+        count = max(0, int(p["gpus"]))
+        resizes += int(started and count != gpus)
+        started = started or count > 0
+        gpus = count
         seen += 1
-    return Attained(seen, closed, t, gpus)
+    return Attained(seen, closed, t, gpus, resizes, started)
 
 
 def service_at(acc: Attained, now: float) -> float:

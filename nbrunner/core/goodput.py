@@ -29,7 +29,7 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
      weighted marginal gain ``priority * r * (1/S(x) - 1/S(x+1))`` (Pollux's
      fairness-weighted speedup, a power mean with p = -1: concave here, so the
      greedy is optimal; ties, equal up to rounding (:data:`TIE_RTOL`), to the
-     earlier job), where ``r`` is ``1 / sqrt(R)`` over its mean among the queue's
+     earlier job), where ``r`` is ``R ** -0.5`` (:data:`REMAINING_EXPONENT`) over its mean among the queue's
      measured jobs and ``R`` the job's estimated remaining service, ``attained *
      (1 - progress) / progress`` (from the ``progress`` it reports; the median of the
      others' without it): under congestion the jobs nearer their end get more of the
@@ -66,7 +66,15 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    back as the GPUs return (:data:`SHRINK_PAUSES`), so small reshuffles do not happen. At the end, a job whose
    new count ``x`` differs from ``g = gpus`` (both within ``[min, max]``) only
    grows if ``(H - pause) * X(x) > H * X(g)``, i.e. the samples it gains over the
-   horizon exceed what the pause costs; GPUs of growths that are not made undo
+   horizon exceed what the pause costs. A demand may carry ``"hold_s"``: how long the
+   caller expects the job's next allocation to last, measured
+   (:func:`expected_hold_s`: until the next arrival at the cluster's recent arrival
+   rate, and no longer than the job has held each of its allocations so far); a
+   growth of a job with a fixed batch (no ``efficiency``) is weighed over the larger of
+   ``hold_s`` and ``horizon_s`` (a medium job that has held 3 GPUs for an hour of a
+   quiet cluster grows to the 4th, which pays its pause in minutes, not in 150 s;
+   a batch-adapting job's growth keeps ``horizon_s``: weighed over longer times, such
+   jobs resized more and finished later on the tuning set). GPUs of growths that are not made undo
    shrinks that fed them (in admission order, while they last), and what is left of
    them goes, by the same marginal gain and within the same bounds, to the other
    measured jobs (each such growth checked again), so that a GPU is not left idle
@@ -107,7 +115,7 @@ split of measured speedups; without measurements either, it equals fairshare.
 Conventions: ``throughput`` is ``{gpus: samples_per_s}`` (see
 ``nbrunner.core.throughput``), ``efficiency`` likewise keyed with values in ``(0, 1]``;
 ``thresholds`` (a call's own queue thresholds, default :data:`QUEUE_THRESHOLDS`) increasing
-finite numbers > 0; ``attained``, ``pause_s`` and ``horizon_s`` are
+finite numbers > 0; ``attained``, ``pause_s``, ``horizon_s`` and ``hold_s`` are
 finite numbers >= 0 (``pause_s`` may be None: not measured); ``progress`` a number in
 ``[0, 1]`` or None; ``gpus`` an integer >= 0. Anything else raises ``ValueError``.
 """
@@ -125,7 +133,7 @@ from .throughput import fit_arrays, points
 
 __all__ = ["goodput_allocate", "attained_array", "queue_of", "QUEUE_THRESHOLDS", "EFFICIENCY_FLOOR",
            "SHORT_EFFICIENCY_FLOOR", "SHORT_ADAPTIVE_FLOOR", "LONG_ADAPTIVE_FLOOR", "HORIZON_S", "EXPLORE_FACTOR",
-           "ADAPTIVE_START", "SHRINK_PAUSES"]
+           "ADAPTIVE_START", "SHRINK_PAUSES", "REMAINING_EXPONENT", "HOLD_WINDOW_S", "expected_hold_s"]
 
 QUEUE_THRESHOLDS = (16 * 3600.0,)
 """Attained service (GPU-seconds) at which a job moves to the next queue: 16 GPU-hours."""
@@ -139,7 +147,12 @@ LONG_ADAPTIVE_FLOOR = 0.45
 """Least goodput speedup a GPU adds to a batch-adapting long job past its efficient size (queues after the first)."""
 HORIZON_S = 150.0
 """Seconds a new allocation is expected to last (two and a half 60 s scheduling intervals): what a resize's pause
-is weighed against."""
+is weighed against, at least."""
+REMAINING_EXPONENT = 0.5
+"""Queue 0's marginal gains are weighted by ``R ** -REMAINING_EXPONENT`` (``R``: a job's estimated remaining
+service): a soft shortest-remaining-first."""
+HOLD_WINDOW_S = 3600.0
+"""Seconds of recent arrivals :func:`expected_hold_s` reads the cluster's arrival rate from."""
 ADAPTIVE_START = 1
 """GPUs a batch-adapting job gets before it has measured anything (more only of GPUs no other job gains from)."""
 EXPLORE_FACTOR = 2
@@ -268,7 +281,7 @@ def _serve_long(avail: int, ms: np.ndarray, x: np.ndarray, coef: np.ndarray, cap
 
 
 def _remaining_weight(adm_demands: list[dict], ms: np.ndarray, attained: np.ndarray) -> np.ndarray:
-    """Per job of ``ms``: ``1 / sqrt(R)`` over its mean, ``R`` the job's estimated remaining service
+    """Per job of ``ms``: ``R ** -REMAINING_EXPONENT`` over its mean, ``R`` the job's estimated remaining service
     ``attained (1 - progress) / progress`` (the median of the others' without ``progress`` > 0 or service)."""
     R = np.full(len(ms), np.nan)
     for r, i in enumerate(ms.tolist()):
@@ -277,7 +290,7 @@ def _remaining_weight(adm_demands: list[dict], ms: np.ndarray, attained: np.ndar
             R[r] = attained[i] * (1 - p) / p
     known = R[np.isfinite(R)]
     R = np.where(np.isfinite(R), R, float(np.median(known)) if len(known) else 1.0)
-    R = 1.0 / np.sqrt(np.maximum(R, 1e-3 * max(float(R.mean()), 1e-9)))  # a job about to end: bounded
+    R = np.maximum(R, 1e-3 * max(float(R.mean()), 1e-9)) ** -REMAINING_EXPONENT  # a job about to end: bounded
     return R / R.mean()
 
 
@@ -414,9 +427,9 @@ def _check_restart_fields(d: dict, ident: Any) -> None:
     g = d.get("gpus", 0)
     if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 0:
         raise ValueError(f"demand {ident!r}: gpus must be an integer >= 0, got {g!r}")
-    for key in ("pause_s", "horizon_s", "progress"):
+    for key in ("pause_s", "horizon_s", "hold_s", "progress"):
         v = d.get(key, 0.0)
-        if v is None and key in ("pause_s", "progress"):
+        if v is None and key in ("pause_s", "hold_s", "progress"):
             continue
         if key == "progress" and not (isinstance(v, _REAL) and not isinstance(v, bool) and 0 <= v <= 1):
             raise ValueError(f"demand {ident!r}: progress must be a number in [0, 1] or None, got {v!r}")
@@ -441,17 +454,33 @@ def _current(adm_demands: list[dict], midx: np.ndarray, mm: np.ndarray, cap: np.
     return cur, rho
 
 
-def _horizon(d: dict, g: int, time_left: bool = False) -> float:
-    """Seconds a resize of a running job on ``g`` GPUs is weighed over: ``horizon_s``, or the time the job
-    has left if it reports its ``progress`` and ends sooner (the service that gave it ``progress``, less one
-    pause, over ``g`` GPUs, times ``(1 - progress) / progress``); with ``time_left``, that time even if longer."""
+def _horizon(d: dict, g: int, time_left: bool = False, grow: bool = False) -> float:
+    """Seconds a resize of a running job on ``g`` GPUs is weighed over: ``horizon_s`` (a growth of a job with a
+    fixed batch: ``hold_s`` if longer), or the time the job has left if it reports its ``progress`` and ends
+    sooner (the service that gave it ``progress``, less one pause, over ``g`` GPUs, times
+    ``(1 - progress) / progress``); with ``time_left``, that time even if longer."""
     H = float(d.get("horizon_s", HORIZON_S))
+    if grow and d.get("hold_s") is not None and d.get("efficiency") is None:
+        H = max(H, float(d["hold_s"]))
     p = d.get("progress")
     if p is not None and 0 < p < 1 and g > 0:
         useful = max(float(d.get("attained", 0.0)) - float(d.get("pause_s", 0.0) or 0.0) * g, 0.0)
         left = useful * (1 - p) / p / g
         H = left if time_left else min(H, left)
     return H
+
+
+def expected_hold_s(arrivals: int, age_s: float, resizes: int, window_s: float | None = None) -> float:
+    """Seconds a job's next allocation is expected to last (a demand's ``hold_s``): until the next arrival at
+    the recent rate (``window_s``, default :data:`HOLD_WINDOW_S`, over the ``arrivals`` of the last ``window_s``
+    seconds), and no longer than the job has held each of its allocations so far (``age_s`` since it was
+    submitted, over its ``resizes``, the changes of its GPU count since its first start, plus one)."""
+    window_s = HOLD_WINDOW_S if window_s is None else window_s
+    if arrivals < 0 or resizes < 0 or not (math.isfinite(age_s) and age_s >= 0) or not window_s > 0:
+        raise ValueError(f"expected_hold_s: arrivals and resizes >= 0, age_s >= 0 and window_s > 0, got "
+                         f"{arrivals!r}, {age_s!r}, {resizes!r}, {window_s!r}")
+    own = age_s / (resizes + 1)
+    return min(window_s / arrivals, own) if arrivals else min(window_s, own)
 
 
 def _segment_cummin(v: np.ndarray, start: np.ndarray, ext: np.ndarray) -> np.ndarray:
@@ -480,7 +509,7 @@ def _restart_aware(x: np.ndarray, m: np.ndarray, M: np.ndarray, midx: np.ndarray
         X = lambda n: 1.0 / (a + b / n + c * (n - 1))  # noqa: E731
         if x[i] > g:
             pause = float(d.get("pause_s", 0.0) or 0.0)
-            H = _horizon(d, g, time_left)
+            H = _horizon(d, g, time_left, grow=True)
             if (H - pause) * X(x[i]) <= H * X(g):
                 spare += int(x[i]) - g
                 x[i] = g

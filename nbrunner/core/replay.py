@@ -21,6 +21,7 @@ replay instead of raising.
 """
 from __future__ import annotations
 
+import bisect
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ class Replay(ABC):
         self.jobs, self.gpus, self.policy, self.tree = jobs, gpus, policy, tree
         self.pause, self.interval = restart_pause, interval
         self.arrivals = sorted(jobs, key=lambda j: (j.submit, j.idx))
+        self._submits = [j.submit for j in self.arrivals]
         self.t0 = self.now = self.arrivals[0].submit if jobs else 0.0
         self.next_arrival = 0
         self.active: dict[Any, Any] = {}
@@ -69,6 +71,10 @@ class Replay(ABC):
         self.dirty = False  # policy inputs changed since the last call
         self.every_interval = every_interval  # called every interval while jobs are active
         self.horizon, self.stall_ok = horizon, stall_ok
+
+    def arrived_since(self, t: float) -> int:
+        """Jobs that arrived after ``t`` and by now."""
+        return max(0, self.next_arrival - bisect.bisect_right(self._submits, t))
 
     # ---- hooks ----------------------------------------------------------------------------------
     @abstractmethod

@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbrunner.core.allocate import allocate
-from nbrunner.core.goodput import (ADAPTIVE_START, EFFICIENCY_FLOOR, HORIZON_S, LONG_ADAPTIVE_FLOOR,
-                                   QUEUE_THRESHOLDS, SHORT_ADAPTIVE_FLOOR, SHORT_EFFICIENCY_FLOOR, queue_of)
+from nbrunner.core.goodput import (ADAPTIVE_START, EFFICIENCY_FLOOR, HOLD_WINDOW_S, HORIZON_S, LONG_ADAPTIVE_FLOOR,
+                                   QUEUE_THRESHOLDS, SHORT_ADAPTIVE_FLOOR, SHORT_EFFICIENCY_FLOOR, expected_hold_s,
+                                   queue_of)
 from nbrunner.core.throughput import fit_many, fit_throughput
 
 from .test_allocate import admitted_of, job, order_of, scenarios
@@ -108,11 +109,36 @@ def test_a_shrink_is_weighed_as_two_pauses(monkeypatch):
     assert allocate(6, [a, b], "goodput") == {"a": 3, "b": 3}
 
 
+def test_a_fixed_batch_growth_is_weighed_over_the_expected_hold():
+    """A growth that pays its pause over the time the job's allocation is expected to last (``hold_s``), but
+    not over 150 s, is made for a job with a fixed batch; a batch-adapting job's is weighed over 150 s."""
+    t = curve(0.002, 0.01, 0.0, [1, 2, 3])  # 3 -> 4 GPUs: 1.19x, not worth a 30 s pause over 150 s
+    a = job("a", 1, 4, running=True, gpus=3, pause_s=30.0, throughput=t)
+    assert allocate(4, [a], "goodput") == {"a": 3}
+    assert allocate(4, [dict(a, hold_s=HORIZON_S)], "goodput") == {"a": 3}
+    assert allocate(4, [dict(a, hold_s=600.0)], "goodput") == {"a": 4}
+    assert allocate(4, [dict(a, hold_s=None)], "goodput") == {"a": 3}  # None: not measured
+    adapting = dict(a, hold_s=600.0, efficiency={1: 1.0, 2: 1.0, 3: 1.0})
+    assert allocate(4, [adapting], "goodput") == {"a": 3}
+
+
+def test_expected_hold_is_the_next_arrival_or_the_jobs_own_hold():
+    assert expected_hold_s(12, 7200.0, 1) == 300.0  # 12 arrivals in the hour: one every 300 s
+    assert expected_hold_s(2, 900.0, 2) == 300.0  # resized twice in 15 minutes: 300 s per allocation
+    assert expected_hold_s(0, 90000.0, 0) == HOLD_WINDOW_S  # no arrival in the window: the window
+    assert expected_hold_s(1, 600.0, 0, window_s=1800.0) == 600.0
+    for bad in ((-1, 10.0, 0), (1, -1.0, 0), (1, float("nan"), 0), (1, 10.0, -1)):
+        with pytest.raises(ValueError, match="expected_hold_s"):
+            expected_hold_s(*bad)
+    with pytest.raises(ValueError, match="expected_hold_s"):
+        expected_hold_s(1, 10.0, 0, window_s=0.0)
+
+
 def test_restart_fields_are_validated():
     t = curve(0.01, 0.002, 0.0, [1, 2])
     d = job("a", 1, 4, running=True, gpus=2, pause_s=60.0, throughput=t)
     for bad in ({"gpus": "2"}, {"gpus": -1}, {"gpus": True}, {"pause_s": -1.0}, {"pause_s": float("inf")},
-                {"horizon_s": "x"}):
+                {"horizon_s": "x"}, {"hold_s": -1.0}, {"hold_s": float("nan")}, {"hold_s": "600"}):
         with pytest.raises(ValueError):
             allocate(3, [dict(d, **bad)], "goodput")
     assert allocate(3, [dict(d, pause_s=None)], "goodput") == {"a": 3}  # None = no pause measured
