@@ -39,7 +39,8 @@ def demand_of(rec: JobRecord, attained: float = 0.0, hold_s: float | None = None
     return {"id": rec.id, "min_gpus": lo, "max_gpus": hi, "priority": rec.priority,
             "submitted_at": parse_time(rec.created_at).timestamp(), "running": running,
             "throughput": rec.throughput, "gpus": len(rec.slots), "pause_s": rec.pause_s or 0.0,  # goodput inputs
-            "attained": attained, "hold_s": hold_s, "progress": rec.progress, **({"efficiency": rec.efficiency} if rec.efficiency else {}),
+            "attained": attained, "hold_s": hold_s, "progress": rec.progress,
+            **({"efficiency": rec.efficiency} if rec.efficiency else {}),
             "owner": rec.owner, "groups": rec.groups,  # accounts inputs
             "gang": not rec.elastic}  # its GPUs on one host (why it waits: nbrunner.core.waiting)
 

@@ -56,9 +56,9 @@ from pathlib import Path
 
 import numpy as np
 
+from nbrunner.core import goodput
 from nbrunner.core.accounts import AccountTree, accounts_tree
 from nbrunner.core.allocate import allocate
-from nbrunner.core import goodput
 from nbrunner.core.replay import Replay
 
 from .adapt import BatchAdaptation
