@@ -315,11 +315,15 @@ class Scheduler:
 
     # ---- allocation -------------------------------------------------------------------
     def holds(self, live: list[JobRecord], now: float) -> dict[str, float]:
-        """How long each live job's next allocation is expected to last (after ``self.attained.of``):
-        from the jobs submitted in the last ``HOLD_WINDOW_S`` and the job's age and resizes."""
+        """How long the next allocation of each live job holding slots (only such a job grows) is expected
+        to last (after ``self.attained.of``): from the jobs submitted in the last ``HOLD_WINDOW_S`` and the
+        job's age and resizes."""
+        holding = [rec for rec in live if rec.slots]
+        if not holding:
+            return {}
         arrivals = int(self.r.zcount(JOBS, now - HOLD_WINDOW_S, "+inf"))
         return {rec.id: expected_hold_s(arrivals, max(0.0, now - parse_time(rec.created_at).timestamp()),
-                                        self.attained.resizes(rec.id)) for rec in live}
+                                        self.attained.resizes(rec.id)) for rec in holding}
 
     def allocate(self, jobs: list[JobRecord], cap: Capacity, held: dict[Slot, str]) -> None:
         """Shares from the policy (down the accounts tree, if the cluster has one), a plan from
