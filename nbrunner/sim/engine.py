@@ -19,9 +19,9 @@ Scheduling (documented choices; performance and work are in ``nbrunner.sim.apps`
   as a live job measures them: nothing at sizes it has not run), its current
   ``gpus``, ``pause_s`` = the restart pause, ``attained`` = the GPU-seconds it
   has held so far, ``progress`` = the share of its work done (as a live job
-  reports it) and ``hold_s`` = ``nbrunner.core.goodput.expected_hold_s`` of the
-  arrivals in the last hour, its age since submission and its restarts (as the
-  live scheduler measures them).
+  reports it) and, running, ``hold_s`` = ``nbrunner.core.goodput.expected_hold_s``
+  of the arrivals in the last hour, its age since submission and its restarts (as
+  the live scheduler measures them for the jobs holding slots: only they grow).
 * The policy is applied at every arrival and completion and every ``interval``
   seconds (a periodic call whose inputs did not change since the last call is
   skipped: the function is pure, so it would return the same; attained service
@@ -204,7 +204,7 @@ class _Replay(Replay):
             d.update(throughput=j.measured, gpus=j.gpus, pause_s=self.pause,
                      progress=min(1.0, j.done / j.work) if j.work else 0.0,
                      hold_s=goodput.expected_hold_s(self.arrived_since(self.now - goodput.HOLD_WINDOW_S),
-                                                    self.now - j.submit, j.restarts))
+                                                    self.now - j.submit, j.restarts) if j.gpus else None)
             if self.adapt:
                 d["efficiency"] = j.efficiency
             if self.feed_attained:
