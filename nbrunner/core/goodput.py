@@ -63,7 +63,12 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    its current count are worth ``rho / (1 - rho)`` of its utility more (``rho =
    SHRINK_PAUSES x pause / horizon``, spread evenly over them), the utility it loses to the pauses
    if it is resized: a job shrunk now pays a pause now and another when it grows
-   back as the GPUs return (:data:`SHRINK_PAUSES`), so small reshuffles do not happen. At the end, a job whose
+   back as the GPUs return (:data:`SHRINK_PAUSES`), so small reshuffles do not happen. That spread
+   makes one GPU from each of three jobs look cheaper than three from one, though it costs three
+   pauses; so the fixed-batch jobs' resizes are then concentrated on few jobs
+   (``nbrunner.core.pauses``: a job shrunk or grown gets its GPUs back, or gives its extra ones, when
+   the jobs already resized lose or gain less than its pause and the GPUs are worth; batch-adapting
+   jobs are left as they are: worse on the tuning set). At the end, a job whose
    new count ``x`` differs from ``g = gpus`` (both within ``[min, max]``) only
    grows if ``(H - pause) * X(x) > H * X(g)``, i.e. the samples it gains over the
    horizon exceed what the pause costs. A demand may carry ``"hold_s"``: how long the
@@ -129,6 +134,7 @@ import numpy as np
 
 from .efficiency import check_efficiency, goodput_points
 from .fairsplit import fair_split
+from .pauses import concentrate_resizes
 from .throughput import fit_arrays, points
 
 __all__ = ["goodput_allocate", "attained_array", "queue_of", "QUEUE_THRESHOLDS", "EFFICIENCY_FLOOR",
@@ -230,6 +236,7 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     queue = queue_of(attained, thresholds)
     queues = np.unique(queue).tolist()
     held_back = np.zeros(len(m), dtype=bool)  # queue-0 jobs kept below what they gain from while long jobs wait
+    weff = w.astype(np.float64).copy()
     for q in queues:
         if avail <= 0:
             break
@@ -244,8 +251,8 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
                 floor = np.where(adapts[ms], SHORT_ADAPTIVE_FLOOR, SHORT_EFFICIENCY_FLOOR)
                 lim = cap[ms] if q == queues[-1] else _useful_size(coef[ms], floor, x[ms], cap[ms])
                 held_back[ms] = lim < cap[ms]
-                add = _greedy(avail, x[ms], lim, coef[ms], w[ms] * _remaining_weight(adm_demands, ms, attained),
-                              cur[ms], rho[ms])
+                weff[ms] = w[ms] * _remaining_weight(adm_demands, ms, attained)
+                add = _greedy(avail, x[ms], lim, coef[ms], weff[ms], cur[ms], rho[ms])
             else:  # the first up to its efficient size (adapting: its useful size), the others by marginal gain
                 add = _serve_long(avail, ms, x, coef, cap, adapts, w, cur, rho)
             x[ms] += add
@@ -259,6 +266,8 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
         avail -= int(add.sum())
     _top_up(avail, x, np.flatnonzero(~measured & adapts), M, w, w_is_int)  # GPUs no other job gains from
     only_long = bool(len(queue)) and bool((queue > 0).all())
+    fixed = midx[~adapts[midx]]  # batch-adapting jobs' resizes are left as they are (worse on the tuning set)
+    concentrate_resizes(x, fixed, cur, m, cap, coef, weff, rho, queue)
     _settle(x, min(total, int(M.sum())), m, M, midx, coef, cap, w, cur, rho, adm_demands, only_long)
     return x
 

@@ -101,8 +101,9 @@ def test_a_shrink_is_weighed_as_two_pauses(monkeypatch):
     from nbrunner.core import goodput
 
     a = job("a", 1, 8, running=True, gpus=4, pause_s=30.0, throughput=curve(0.0, 0.01, 0.0, [1, 2, 4]))
-    b = job("b", 1, 8, submitted_at=1, running=True, gpus=2, pause_s=30.0,
-            throughput=curve(0.0027, 0.01, 0.0, [1, 2]))  # its 3rd GPU adds more than a's 4th
+    # b's 3rd GPU takes 1/6 off its 1/S, a's 4th 1/12; a's pause costs 1/16 of its utility (1/4) if one
+    # pause (rho 30 s / 150 s = 0.2: 0.2 / 0.8), 1/6 if two (0.4 / 0.6): 1/12 + 1/16 < 1/6 < 1/12 + 1/6.
+    b = job("b", 1, 8, submitted_at=1, running=True, gpus=2, pause_s=30.0, throughput=curve(0.0, 0.01, 0.0, [1, 2]))
     assert goodput.SHRINK_PAUSES == 2
     assert allocate(6, [a, b], "goodput") == {"a": 4, "b": 2}
     monkeypatch.setattr(goodput, "SHRINK_PAUSES", 1)  # one pause: the reshuffle is made
