@@ -65,10 +65,11 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    if it is resized: a job shrunk now pays a pause now and another when it grows
    back as the GPUs return (:data:`SHRINK_PAUSES`), so small reshuffles do not happen. That spread
    makes one GPU from each of three jobs look cheaper than three from one, though it costs three
-   pauses; so the fixed-batch jobs' resizes are then concentrated on few jobs
+   pauses; so queue 0's fixed-batch jobs' resizes are then concentrated on few jobs
    (``nbrunner.core.pauses``: a job shrunk or grown gets its GPUs back, or gives its extra ones, when
-   the jobs already resized lose or gain less than its pause and the GPUs are worth; batch-adapting
-   jobs are left as they are: worse on the tuning set). At the end, a job whose
+   the jobs already resized lose or gain less than its pause and the GPUs are worth; later queues
+   serve their first job first, which these marginal values would undo; batch-adapting jobs are left
+   as they are: worse on the tuning set). At the end, a job whose
    new count ``x`` differs from ``g = gpus`` (both within ``[min, max]``) only
    grows if ``(H - pause) * X(x) > H * X(g)``, i.e. the samples it gains over the
    horizon exceed what the pause costs. A demand may carry ``"hold_s"``: how long the
@@ -95,7 +96,11 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    horizon above without it) rather than :data:`HORIZON_S`: no short job is there to
    take them back, so such an allocation lasts until the next arrival, and a long job
    finishing alone would otherwise leave GPUs idle for hours for want of a gain that
-   pays its pause within 150 s.
+   pays its pause within 150 s. GPUs still idle after that go, in admission order, to running
+   fixed-batch jobs whose model sees no gain past the largest size they measured though a larger one
+   within their bounds is not measured, each up to that bound, if it has at least the horizon left: a
+   job measured slower on 3 GPUs than on 2 (its batch needs two micro-steps there) is not kept on 2
+   for good when 4 would run it faster, and the pause is all it costs.
 
 5. Batch-size adaptation: a demand may carry ``"efficiency"`` (``{gpus: statistical
    efficiency}``, values in ``(0, 1]``): the job scales its batch with its GPUs, so what it
@@ -215,6 +220,7 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
         _check_restart_fields(adm_demands[i], adm_ids[i])
     coef = np.zeros((len(m), 3))  # (b, a, c) per job; rows of unmeasured jobs stay 0
     cap = M.astype(np.int64).copy()
+    seen = np.zeros(len(m), dtype=np.int64)
     cur = np.zeros(len(m), dtype=np.int64)
     rho = np.zeros(len(m))
     if len(midx):
@@ -228,6 +234,7 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
                            dtype=np.int64, count=len(midx))
         # Most each measured job may reach: 2x its largest measured size, or what it holds now (measured soon).
         cap[midx] = np.minimum(M[midx], np.maximum(np.maximum(EXPLORE_FACTOR * max_seen, held), m[midx]))
+        seen[midx] = max_seen
         cur[midx], rho[midx] = _current(adm_demands, midx, m[midx], cap[midx])
 
     x = m.astype(np.int64).copy()
@@ -266,10 +273,32 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
         avail -= int(add.sum())
     _top_up(avail, x, np.flatnonzero(~measured & adapts), M, w, w_is_int)  # GPUs no other job gains from
     only_long = bool(len(queue)) and bool((queue > 0).all())
-    fixed = midx[~adapts[midx]]  # batch-adapting jobs' resizes are left as they are (worse on the tuning set)
-    concentrate_resizes(x, fixed, cur, m, cap, coef, weff, rho, queue)
+    # Queue 0's fixed-batch jobs: later queues serve their first job first, which the marginal values would undo;
+    # batch-adapting jobs' resizes are left as they are (worse on the tuning set).
+    fixed = midx[~adapts[midx]]
+    concentrate_resizes(x, fixed[queue[fixed] == 0], cur, m, cap, coef, weff, rho, queue)
     _settle(x, min(total, int(M.sum())), m, M, midx, coef, cap, w, cur, rho, adm_demands, only_long)
+    _explore_idle(x, min(total, int(M.sum())) - int(x.sum()), fixed, coef, cap, seen, adm_demands)
     return x
+
+
+def _explore_idle(x: np.ndarray, free: int, idx: np.ndarray, coef: np.ndarray, cap: np.ndarray, seen: np.ndarray,
+                  adm_demands: list[dict]) -> None:
+    """GPUs left idle (``free``) to the running jobs ``idx`` (in order) whose model sees no gain past the largest
+    size they measured (``seen``) though a larger one within their ``cap`` is not measured: each up to its cap,
+    if it has at least the horizon left (in place)."""
+    for i in idx.tolist():
+        if free <= 0:
+            return
+        d = adm_demands[i]
+        g = int(d.get("gpus", 0)) if d.get("running", False) else 0
+        b, a, c = coef[i]
+        if not g or x[i] != g or not g <= seen[i] < cap[i] or c * (seen[i] + 1) * seen[i] < b:
+            continue  # not running, resized now, nothing to measure, or a gain the steps above weighed
+        if _horizon(d, g, time_left=True) >= float(d.get("horizon_s", HORIZON_S)):
+            add = min(int(cap[i] - x[i]), free)
+            x[i] += add
+            free -= add
 
 
 def _serve_long(avail: int, ms: np.ndarray, x: np.ndarray, coef: np.ndarray, cap: np.ndarray,

@@ -469,3 +469,17 @@ def test_job_about_to_end_is_never_grown(sc, data):
             ending.add(d["id"])
     out = allocate(total, demands, "goodput")
     assert all(out[d["id"]] <= d["gpus"] for d in demands if d["id"] in ending)
+
+
+def test_idle_gpus_measure_a_size_past_a_dip():
+    """A job measured slower on 3 GPUs than on 2 (its batch needs two micro-steps there) has a model that
+    sees no gain past 2, though it never ran on 4: GPUs no job takes let it measure 4 (up to 2x what it
+    measured and its max), if it has the horizon left; not while another job gains from them."""
+    dip = {2: 53.0, 3: 51.8}
+    a = job("a", 1, 4, running=True, gpus=2, pause_s=30.0, throughput=dip, attained=3600.0, progress=0.5)
+    assert allocate(8, [a], "goodput") == {"a": 4}
+    assert allocate(8, [dict(a, progress=0.999)], "goodput") == {"a": 2}  # about to end: nothing to learn
+    assert allocate(8, [dict(a, throughput={**dip, 4: 84.2})], "goodput") == {"a": 4}  # measured: the model's
+    assert allocate(8, [dict(a, throughput={**dip, 4: 40.0})], "goodput") == {"a": 2}  # 4 measured worse
+    b = job("b", 1, 8, submitted_at=1, running=True, gpus=6, pause_s=30.0, throughput=curve(0.0, 0.01, 0.0, [3, 6]))
+    assert allocate(8, [a, b], "goodput") == {"a": 2, "b": 6}  # no GPU idle
