@@ -36,7 +36,10 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
      GPUs, a soft shortest-remaining-first that still serves every job. Never past their max, their
      peak or ``2 x`` their largest measured size (:data:`EXPLORE_FACTOR`; or
      their current size, if larger), so a job measured at one size (modelled as
-     scaling linearly from there) grows step by step and is measured on the way;
+     scaling linearly from there) grows step by step and is measured on the way (a
+     fixed-batch job whose largest measured size alone ran slower than a smaller one, as
+     when its batch needs two micro-steps there, is modelled from the sizes up to its
+     best until it has run past that dip: fitted with it, it would never grow past it);
      and, while a later queue has jobs, only while each GPU adds at least
      :data:`SHORT_EFFICIENCY_FLOOR` (0.2) to the job's speedup (``S(n) - S(n-1)``):
      a short job does not hold GPUs it barely uses while long jobs wait (with
@@ -96,11 +99,7 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    horizon above without it) rather than :data:`HORIZON_S`: no short job is there to
    take them back, so such an allocation lasts until the next arrival, and a long job
    finishing alone would otherwise leave GPUs idle for hours for want of a gain that
-   pays its pause within 150 s. GPUs still idle after that go, in admission order, to running
-   fixed-batch jobs whose model sees no gain past the largest size they measured though a larger one
-   within their bounds is not measured, each up to that bound, if it has at least the horizon left: a
-   job measured slower on 3 GPUs than on 2 (its batch needs two micro-steps there) is not kept on 2
-   for good when 4 would run it faster, and the pause is all it costs.
+   pays its pause within 150 s.
 
 5. Batch-size adaptation: a demand may carry ``"efficiency"`` (``{gpus: statistical
    efficiency}``, values in ``(0, 1]``): the job scales its batch with its GPUs, so what it
@@ -220,11 +219,11 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
         _check_restart_fields(adm_demands[i], adm_ids[i])
     coef = np.zeros((len(m), 3))  # (b, a, c) per job; rows of unmeasured jobs stay 0
     cap = M.astype(np.int64).copy()
-    seen = np.zeros(len(m), dtype=np.int64)
     cur = np.zeros(len(m), dtype=np.int64)
     rho = np.zeros(len(m))
     if len(midx):
-        coef[midx], max_seen = fit_arrays([points(thr[i], adm_ids[i]) for i in midx])
+        pts = [points(thr[i], adm_ids[i]) for i in midx]
+        coef[midx], max_seen = fit_arrays([p if adapts[i] else _past_a_dip(p, M[i]) for p, i in zip(pts, midx)])
         if adapting:  # their largest size run, not the largest of their goodput points
             row = {i: r for r, i in enumerate(midx.tolist())}
             for i in adapting:
@@ -234,7 +233,6 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
                            dtype=np.int64, count=len(midx))
         # Most each measured job may reach: 2x its largest measured size, or what it holds now (measured soon).
         cap[midx] = np.minimum(M[midx], np.maximum(np.maximum(EXPLORE_FACTOR * max_seen, held), m[midx]))
-        seen[midx] = max_seen
         cur[midx], rho[midx] = _current(adm_demands, midx, m[midx], cap[midx])
 
     x = m.astype(np.int64).copy()
@@ -278,27 +276,19 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     fixed = midx[~adapts[midx]]
     concentrate_resizes(x, fixed[queue[fixed] == 0], cur, m, cap, coef, weff, rho, queue)
     _settle(x, min(total, int(M.sum())), m, M, midx, coef, cap, w, cur, rho, adm_demands, only_long)
-    _explore_idle(x, min(total, int(M.sum())) - int(x.sum()), fixed, coef, cap, seen, adm_demands)
     return x
 
 
-def _explore_idle(x: np.ndarray, free: int, idx: np.ndarray, coef: np.ndarray, cap: np.ndarray, seen: np.ndarray,
-                  adm_demands: list[dict]) -> None:
-    """GPUs left idle (``free``) to the running jobs ``idx`` (in order) whose model sees no gain past the largest
-    size they measured (``seen``) though a larger one within their ``cap`` is not measured: each up to its cap,
-    if it has at least the horizon left (in place)."""
-    for i in idx.tolist():
-        if free <= 0:
-            return
-        d = adm_demands[i]
-        g = int(d.get("gpus", 0)) if d.get("running", False) else 0
-        b, a, c = coef[i]
-        if not g or x[i] != g or not g <= seen[i] < cap[i] or c * (seen[i] + 1) * seen[i] < b:
-            continue  # not running, resized now, nothing to measure, or a gain the steps above weighed
-        if _horizon(d, g, time_left=True) >= float(d.get("horizon_s", HORIZON_S)):
-            add = min(int(cap[i] - x[i]), free)
-            x[i] += add
-            free -= add
+def _past_a_dip(pts: tuple[np.ndarray, np.ndarray], most: int) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed-batch job's points (sizes, seconds per sample) to fit: without its largest size if that one alone
+    ran slower than a smaller one and ``most`` (its max) is larger: the job is modelled from the sizes up to its
+    best, so it tries the next size past the dip; once it has run past it (or there is a second dip), every point
+    counts."""
+    n, y = pts
+    if len(n) < 2 or n[-1] >= most:
+        return pts
+    slower = y[1:] > np.minimum.accumulate(y)[:-1]  # each size: slower than some smaller one
+    return (n[:-1], y[:-1]) if slower[-1] and not slower[:-1].any() else pts
 
 
 def _serve_long(avail: int, ms: np.ndarray, x: np.ndarray, coef: np.ndarray, cap: np.ndarray,

@@ -38,9 +38,12 @@ def test_gpus_go_to_the_job_that_scales():
 
 
 def test_no_gpu_past_the_peak_or_twice_the_largest_size_seen():
-    peaked = curve(0.0, 0.01, 0.002, [1, 2, 3])  # peak near sqrt(0.01/0.002) = 2.2
+    peaked = curve(0.0, 0.01, 0.002, [1, 2, 3, 4])  # peak near sqrt(0.01/0.002) = 2.2
     out = allocate(16, [job("a", 1, 16, throughput=peaked)], "goodput")
     assert out["a"] == 2
+    # Slower on 3 only: a dip it has not run past (test_a_dip_...), so it tries up to 2 x 2.
+    out = allocate(16, [job("a", 1, 16, throughput=curve(0.0, 0.01, 0.002, [1, 2, 3]))], "goodput")
+    assert out["a"] == 4
     lin = allocate(16, [job("a", 1, 16, throughput={3: 300.0})], "goodput")
     assert lin["a"] == 6  # linear extrapolation only up to 2 x 3
 
@@ -471,15 +474,22 @@ def test_job_about_to_end_is_never_grown(sc, data):
     assert all(out[d["id"]] <= d["gpus"] for d in demands if d["id"] in ending)
 
 
-def test_idle_gpus_measure_a_size_past_a_dip():
-    """A job measured slower on 3 GPUs than on 2 (its batch needs two micro-steps there) has a model that
-    sees no gain past 2, though it never ran on 4: GPUs no job takes let it measure 4 (up to 2x what it
-    measured and its max), if it has the horizon left; not while another job gains from them."""
+def test_a_dip_at_the_largest_size_is_not_extrapolated():
+    """Fitted with its dip, a job measured slower on 3 GPUs than on 2 is modelled as peaking at 2 and never runs
+    on 4; fitted to the sizes up to its best, it grows past the dip (and once it has run past it, or below its
+    best twice, every point counts)."""
+    from nbrunner.core.goodput import _past_a_dip
+    from nbrunner.core.throughput import points
+
     dip = {2: 53.0, 3: 51.8}
+    n, _ = _past_a_dip(points(dip), 4)
+    assert n.tolist() == [2.0]
+    assert _past_a_dip(points(dip), 3)[0].tolist() == [2.0, 3.0]  # 3 is its max: nothing past the dip
+    assert _past_a_dip(points({**dip, 4: 84.2}), 8)[0].tolist() == [2.0, 3.0, 4.0]
+    assert _past_a_dip(points({**dip, 4: 45.0}), 8)[0].tolist() == [2.0, 3.0, 4.0]
+    assert _past_a_dip(points({1: 28.0, 2: 53.0}), 8)[0].tolist() == [1.0, 2.0]
     a = job("a", 1, 4, running=True, gpus=2, pause_s=30.0, throughput=dip, attained=3600.0, progress=0.5)
-    assert allocate(8, [a], "goodput") == {"a": 4}
-    assert allocate(8, [dict(a, progress=0.999)], "goodput") == {"a": 2}  # about to end: nothing to learn
-    assert allocate(8, [dict(a, throughput={**dip, 4: 84.2})], "goodput") == {"a": 4}  # measured: the model's
-    assert allocate(8, [dict(a, throughput={**dip, 4: 40.0})], "goodput") == {"a": 2}  # 4 measured worse
-    b = job("b", 1, 8, submitted_at=1, running=True, gpus=6, pause_s=30.0, throughput=curve(0.0, 0.01, 0.0, [3, 6]))
-    assert allocate(8, [a, b], "goodput") == {"a": 2, "b": 6}  # no GPU idle
+    b = job("b", 1, 8, submitted_at=1, running=True, gpus=6, pause_s=5.0, throughput=curve(0.0, 0.01, 0.001, [3, 6]),
+            attained=3600.0, progress=0.5)  # past its peak on 6 GPUs
+    assert allocate(8, [a, b], "goodput") == {"a": 4, "b": 4}
+    assert allocate(8, [dict(a, throughput={**dip, 4: 45.0}), b], "goodput")["a"] == 2  # 4 ran slower too
