@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.changes import HIDDEN_JOB
 from ..core.config import MAX_FILTER, PAGE_READ_BATCH
+from ..core.demands import DEFAULT_POLICY
 from ..core.errors import Forbidden, InvalidRequest, NotFound
 from ..core.identity import Caller
 from ..core.keys import POLICY
@@ -162,7 +163,7 @@ class ClusterAPI(PipelineOperations):
             hosts.append({"name": host, "slots": slots})
         total = sum(len(h["slots"]) for h in hosts)
         busy = sum(1 for h in hosts for s in h["slots"] if s["job"])
-        return {"policy": self.store.r.get(POLICY) or "fairshare", "gpus_total": total, "gpus_free": total - busy,
+        return {"policy": self.store.r.get(POLICY) or DEFAULT_POLICY, "gpus_total": total, "gpus_free": total - busy,
                 "hosts": hosts, "workers": len(cap.workers)}
 
     def timeline(self, caller: Caller, limit: int | None = 1000) -> list[dict[str, Any]]:
@@ -190,7 +191,7 @@ class ClusterAPI(PipelineOperations):
 
         tree = accounts.current(self.store)
         total = len(live_capacity(self.store).slots)
-        policy = self.store.r.get(POLICY) or "fairshare"
+        policy = self.store.r.get(POLICY) or DEFAULT_POLICY
         out: dict[str, Any] = {"accounts": [], "gpus_total": total, "policy": policy, "source": None,
                                "loaded_at": None, "timeline": []}
         if tree is None:

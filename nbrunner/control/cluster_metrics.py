@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from ..core.counters import BUCKETS, REQUEUE_REASONS, account_label, parse_field
+from ..core.demands import DEFAULT_POLICY
 from ..core.keys import COUNTERS, POLICY, USAGE, status_index
 from ..core.models import FINISHED
 from . import accounts, grants
@@ -86,7 +87,7 @@ def cluster_families(store: JobStore) -> list[Metric]:
         *kept, counts, policy, used = p.execute()
     live = store.all(("queued", "running"))
     out = job_families(live, dict(zip(FINISHED, kept)))
-    gpus = gpu_families(store, live, policy or "fairshare", used)
+    gpus = gpu_families(store, live, policy or DEFAULT_POLICY, used)
     free = next(m for m in gpus if m.name == "nbrunner_gpus_free").samples[0].value
     out += gpus + [startable_family(live, int(free))] + counter_families(counts)
     return out

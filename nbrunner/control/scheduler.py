@@ -32,6 +32,7 @@ from ..core.accounts import AccountTree, held_by_account
 from ..core.allocate import allocate_explained
 from ..core.config import (GOODPUT_QUEUE, JOB_GRACE_S, KEEP_DAYS, LEASE_TTL, PASS_REST_FACTOR, RENEWALS_PER_TTL,
                            SCHEDULER_INTERVAL_S, Settings, check)
+from ..core.demands import DEFAULT_POLICY
 from ..core.goodput import HOLD_WINDOW_S, expected_hold_s
 from ..core.keys import ACTIVE, JOBS, LEASE, POLICY, job_key
 from ..core.lifecycle import Dispatch, Position, Preempt, Refused, SetAccount, Shrunk, Undispatch, WorkerLost
@@ -171,11 +172,11 @@ class Scheduler:
         if policy:
             self.r.set(POLICY, policy)
         elif not self.r.exists(POLICY):
-            self.r.set(POLICY, "fairshare")
+            self.r.set(POLICY, DEFAULT_POLICY)
 
     @property
     def policy(self) -> str:
-        return self.r.get(POLICY) or "fairshare"
+        return self.r.get(POLICY) or DEFAULT_POLICY
 
     # ---- lease ------------------------------------------------------------------
     def acquire(self) -> bool:

@@ -19,10 +19,12 @@ from .fairsplit import fair_split, group_of
 from .goodput import goodput_allocate
 from .models import PRIORITY_MAX as MAX_PRIORITY, PRIORITY_MIN as MIN_PRIORITY  # a job's bounds, declared there
 
-__all__ = ["Demands", "read_demands", "policy_order", "split_admitted", "check_call", "POLICIES",
+__all__ = ["Demands", "read_demands", "policy_order", "split_admitted", "check_call", "POLICIES", "DEFAULT_POLICY",
            "MIN_PRIORITY", "MAX_PRIORITY"]
 
 POLICIES = ("fairshare", "priority", "goodput")
+DEFAULT_POLICY = "goodput"
+"""A cluster's policy unless ``nbrunner up --policy`` (or ``setup_cluster(policy=...)``) says otherwise."""
 _FIELDS = ("id", "min_gpus", "max_gpus", "priority", "submitted_at")
 _INT_TYPES = (int, np.integer)
 _REAL_TYPES = (int, float, np.integer, np.floating)

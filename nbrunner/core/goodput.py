@@ -287,8 +287,13 @@ def _past_a_dip(pts: tuple[np.ndarray, np.ndarray], most: int) -> tuple[np.ndarr
     n, y = pts
     if len(n) < 2 or n[-1] >= most:
         return pts
-    slower = y[1:] > np.minimum.accumulate(y)[:-1]  # each size: slower than some smaller one
-    return (n[:-1], y[:-1]) if slower[-1] and not slower[:-1].any() else pts
+    secs = y.tolist()  # seconds per sample, by size; a few points: plain floats are faster than arrays here
+    best = secs[0]
+    for s in secs[1:-1]:
+        if s > best:
+            return pts  # a dip below the largest size: fitted as measured
+        best = s
+    return (n[:-1], y[:-1]) if secs[-1] > best else pts
 
 
 def _serve_long(avail: int, ms: np.ndarray, x: np.ndarray, coef: np.ndarray, cap: np.ndarray,

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from nbrunner.control.local_files import read_accounts
+from nbrunner.core.demands import DEFAULT_POLICY
 
 from .engine import POLICIES, SimResult, simulate
 from .workload import ARRIVALS, generate_workload, load_workload, resolve_workload, write_workload
@@ -57,7 +58,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="arrival process of a generated workload (default pollux: the shipped hourly mix)")
     ap.add_argument("--save", metavar="CSV", help="also write the generated workload to this CSV")
     ap.add_argument("--gpus", type=int, default=64, help="cluster size (default 64)")
-    ap.add_argument("--policy", choices=POLICIES, default="fairshare")
+    ap.add_argument("--policy", choices=POLICIES, default=DEFAULT_POLICY,
+                    help=f"allocation policy (default {DEFAULT_POLICY}, the service's)")
     ap.add_argument("--json", action="store_true", help="print one JSON line of metrics")
     ap.add_argument("--restart-pause", type=float, default=30.0,
                     help="seconds lost per start/resize/restart (default 30)")

@@ -135,14 +135,14 @@ def test_logs_follow_cancel_priority_and_cluster(ws):
     assert follow.returncode == 0
     assert_one_line_error(run("cancel", job_id, cwd=ws), 1, "already cancelled")
     status = json.loads(run("cluster", "--json", cwd=ws).stdout)
-    assert set(status) >= {"policy", "gpus_total", "gpus_free", "hosts"} and status["policy"] == "fairshare"
+    assert set(status) >= {"policy", "gpus_total", "gpus_free", "hosts"} and status["policy"] == "goodput"
     table = run("jobs", cwd=ws).stdout.splitlines()
     column = table[0].index("status")
     row = next(line for line in table if line.startswith(job_id + " "))
     assert table[0].startswith("id ") and row[column:].startswith("cancelled ") and "\x1b" not in row
     assert table[-1].startswith(f"{len(table) - 2} job")  # header, one row per job, the totals line
     slots = run("cluster", cwd=ws).stdout.splitlines()
-    assert slots[0] == f"policy fairshare: {status['gpus_free']} of {status['gpus_total']} GPUs free"
+    assert slots[0] == f"policy goodput: {status['gpus_free']} of {status['gpus_total']} GPUs free"
     assert slots[1].split() == ["host", "slot", "job"] and len(slots) == 2 + status["gpus_total"]
 
 
@@ -236,6 +236,8 @@ def test_up_runs_everything_until_ctrl_c_and_leaves_nothing(tmp_path):
                  60, 0.5, "the cluster to answer")
         wait_for(lambda: json.loads(run("cluster", "--json", "--dir", str(ws), env={"NBRUNNER_REDIS_URL": ""}).stdout)
                  ["gpus_total"] == 2, 60, 0.5, "workers to register")
+        status = json.loads(run("cluster", "--json", "--dir", str(ws), env={"NBRUNNER_REDIS_URL": ""}).stdout)
+        assert status["policy"] == "goodput"  # the default without --policy
         p = run("submit", "hi.ipynb", "--wait", "--dir", str(ws), env={"NBRUNNER_REDIS_URL": ""})
         assert p.returncode == 0, p.stdout + p.stderr
         family = psutil.Process(up.pid).children(recursive=True)

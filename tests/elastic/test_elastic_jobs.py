@@ -131,7 +131,8 @@ def test_seeds_scenario_priorities_split_8_slots_3_5_then_the_second_grows_to_8(
         return {"EPOCHS": 60, "MAX_GPUS": 8, "HIDDEN": 8, "BATCH": 256, "OUT": name, "GATE": str(gates[name]),
                 "DELAY": 1.0}
 
-    with nbrunner.setup_cluster(gpus=8, workers=2, workspace=workspace) as cluster:
+    # DESIGN's fairshare example (priorities 5000 and 10000: 3 and 5); goodput would size them by throughput
+    with nbrunner.setup_cluster(gpus=8, workers=2, workspace=workspace, policy="fairshare") as cluster:
         first = cluster.submit("train.ipynb", params("first"), min_gpus=1, max_gpus=8, priority=5000)
         wait_for(lambda: first.refresh().record.gpus == 8 and first.record.status == "running", 120,
                  what="the first job on 8 slots")

@@ -98,7 +98,9 @@ def cut_and_restore(ws) -> tuple[float, float]:
                          "yes", "--dir", str(ws), "--save", ""], base, logs)]
     client = redis.Redis.from_url(url)
     wait_for(lambda: _ping(client), 20, 0.1, "Redis on host A")
-    procs.append(in_ns("A", [sys.executable, "-m", "nbrunner", "scheduler"], base, logs))
+    # fairshare: what is tested is the recovery; under goodput a job on CPU slots grows back only if its
+    # measured throughput says a learner more speeds it up
+    procs.append(in_ns("A", [sys.executable, "-m", "nbrunner", "scheduler", "--policy", "fairshare"], base, logs))
 
     def worker(h: str) -> subprocess.Popen:
         env = {**base, "GLOO_SOCKET_IFNAME": f"nb{h}0", "TMPDIR": str(ws)}  # its temporary files stay in ws

@@ -70,7 +70,7 @@ async def test_priority_change_and_cancel_of_a_running_job(api):
 
 async def test_cluster_timeline_and_parameters(api):
     code, status = await api("GET", "cluster")
-    assert code == 200 and status["gpus_total"] == 2 and status["policy"] == "fairshare"
+    assert code == 200 and status["gpus_total"] == 2 and status["policy"] == "goodput"
     assert [s["index"] for s in status["hosts"][0]["slots"]] == [0, 1]
     code, job = await api("POST", "jobs", body={"notebook": "hello.ipynb", "max_gpus": 2})
     await wait_status(api, job["id"])
