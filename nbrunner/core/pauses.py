@@ -76,36 +76,19 @@ def _shrinks(x, idx, cur, lo, coef, weight, rho, group) -> None:
     shrunk = idx[x[idx] < cur[idx]]
     if not len(shrunk):
         return
-    need_all = int((cur[shrunk] - x[shrunk]).sum())
     # What a donor can give: a shrunk job down to its minimum, a grown one down to its current count.
     floor = np.where(x[idx] < cur[idx], lo[idx], cur[idx])
-    count = np.minimum(np.maximum(x[idx] - floor, 0), need_all)
+    count = np.minimum(np.maximum(x[idx] - floor, 0), int((cur[shrunk] - x[shrunk]).sum()))
     job, n = _candidates(idx, x[idx], count, -1)  # the donor's n-th GPU, from its top down
     value = weight[job] * (_t(coef, job, n - 1) - _t(coef, job, n))
     order = np.lexsort((-n, job, value, group[job]))  # by queue, least valued first; a donor's top GPU first
-    job, value, q = job[order], value[order], group[job[order]]
     cost = weight * rho / np.maximum(1 - rho, 1e-9)
-    restored = np.zeros(len(x), dtype=bool)
-    used = np.zeros(len(job), dtype=bool)
-    todo = [(int(cur[j] - x[j]), j) for j in shrunk.tolist()]
-    heapq.heapify(todo)
-    while todo:
-        need, j = heapq.heappop(todo)
-        if restored[j] or need != cur[j] - x[j]:
-            continue  # done, or queued again with its new deficit
-        lo_e, hi_e = np.searchsorted(q, group[j], "left"), np.searchsorted(q, group[j], "right")
-        picks = _pick(job[:hi_e], used, restored, j, need, int(lo_e))
-        if len(picks) < need:
-            continue
+
+    def worth(j: int, moved: float) -> bool:  # what the job lost plus its pause, against the GPUs' value
         t = _t(coef, np.array([j, j]), np.array([x[j], cur[j]]))
-        if weight[j] * (t[0] - t[1]) + cost[j] * t[1] > value[picks].sum():
-            used[picks] = True
-            np.subtract.at(x, job[picks], 1)
-            x[j] = cur[j]
-            restored[j] = True
-            for i in set(job[picks].tolist()):  # a shrunk donor is weighed again with its larger deficit
-                if x[i] < cur[i]:
-                    heapq.heappush(todo, (int(cur[i] - x[i]), i))
+        return weight[j] * (t[0] - t[1]) + cost[j] * t[1] > moved
+
+    _undo(x, shrunk, cur, -1, job[order], value[order], group, worth)
 
 
 def _growths(x, running, idx, cur, cap, coef, weight, rho, group) -> None:
@@ -113,35 +96,46 @@ def _growths(x, running, idx, cur, cap, coef, weight, rho, group) -> None:
     grown = running[x[running] > cur[running]]
     if not len(grown):
         return
-    give_all = int((x[grown] - cur[grown]).sum())
     # Who can take: a job grown or starting up to its cap, a shrunk one while it stays shrunk.
     rec = idx[(x[idx] > 0) & (x[idx] != cur[idx])]
     ceil = np.where(x[rec] < cur[rec], cur[rec] - 1, cap[rec])
-    count = np.minimum(np.maximum(ceil - x[rec], 0), give_all)
+    count = np.minimum(np.maximum(ceil - x[rec], 0), int((x[grown] - cur[grown]).sum()))
     job, n = _candidates(rec, x[rec] + 1, count, 1)  # the recipient's n-th GPU, from its next up
     value = weight[job] * (_t(coef, job, n - 1) - _t(coef, job, n))
     order = np.lexsort((n, job, -value, group[job]))  # by queue, most valued first; a recipient's next GPU first
-    job, value, q = job[order], value[order], group[job[order]]
     r = rho / 2  # a growth pays one pause, a shrink two
     cost = weight * r / np.maximum(1 - r, 1e-9)
-    undone = np.zeros(len(x), dtype=bool)
+
+    def worth(j: int, moved: float) -> bool:  # what the others gain, against the job's gain less its pause
+        t = _t(coef, np.array([j, j]), np.array([cur[j], x[j]]))
+        return moved > weight[j] * (t[0] - t[1]) - cost[j] * t[0]
+
+    _undo(x, grown, cur, 1, job[order], value[order], group, worth)
+
+
+def _undo(x: np.ndarray, resized: np.ndarray, cur: np.ndarray, sign: int, job: np.ndarray, value: np.ndarray,
+          group: np.ndarray, worth) -> None:
+    """Undo the resizes of ``resized`` (``sign`` -1: shrinks, 1: growths), least resized first, each with the
+    first entries of ``job``/``value`` (sorted by queue, then in the order they are to be used) of its queue
+    when ``worth(j, their value)``: GPUs move from (shrinks) or to (growths) those jobs. A job that moved GPUs
+    and is still resized is weighed again with its new difference."""
+    q = group[job]
+    done = np.zeros(len(x), dtype=bool)
     used = np.zeros(len(job), dtype=bool)
-    todo = [(int(x[j] - cur[j]), j) for j in grown.tolist()]
+    todo = [(int(sign * (x[j] - cur[j])), j) for j in resized.tolist()]
     heapq.heapify(todo)
     while todo:
-        give, j = heapq.heappop(todo)
-        if undone[j] or give != x[j] - cur[j]:
-            continue  # done, or queued again with its new surplus
+        diff, j = heapq.heappop(todo)
+        if done[j] or diff != sign * (x[j] - cur[j]):
+            continue  # done, or queued again with its new difference
         lo_e, hi_e = np.searchsorted(q, group[j], "left"), np.searchsorted(q, group[j], "right")
-        picks = _pick(job[:hi_e], used, undone, j, give, int(lo_e))
-        if len(picks) < give:
+        picks = _pick(job[:hi_e], used, done, j, diff, int(lo_e))
+        if len(picks) < diff or not worth(j, float(value[picks].sum())):
             continue
-        t = _t(coef, np.array([j, j]), np.array([cur[j], x[j]]))
-        if value[picks].sum() > weight[j] * (t[0] - t[1]) - cost[j] * t[0]:
-            used[picks] = True
-            np.add.at(x, job[picks], 1)
-            x[j] = cur[j]
-            undone[j] = True
-            for i in set(job[picks].tolist()):  # a grown recipient is weighed again with its larger surplus
-                if cur[i] > 0 and x[i] > cur[i]:
-                    heapq.heappush(todo, (int(x[i] - cur[i]), i))
+        used[picks] = True
+        np.add.at(x, job[picks], sign)
+        x[j] = cur[j]
+        done[j] = True
+        for i in set(job[picks].tolist()):  # a job that moved GPUs and is still resized: weighed again
+            if cur[i] > 0 and sign * (x[i] - cur[i]) > 0:
+                heapq.heappush(todo, (int(sign * (x[i] - cur[i])), i))
