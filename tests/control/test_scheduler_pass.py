@@ -50,8 +50,8 @@ def test_a_pass_reads_each_queue_once_and_parses_only_changed_records(workspace)
     with nbrunner.setup_cluster(gpus=0, workers=1, workspace=workspace) as cluster:
         stop_children(cluster, "worker", "scheduler")
         jobs = queued_jobs(cluster, 60)
-        # goodput (the default) also reads each dispatched job's new GPU-timeline entries, its attained
-        # service: one LRANGE a job in the same pipeline; what is counted here is the pass's own reads
+        # goodput (the default) also reads the new GPU-timeline entries of each dispatched job whose record
+        # changed (its attained service; the next test); what is counted here is the pass's own reads
         scheduler = Scheduler(cluster.settings, "fairshare")
         scheduler.step()
         assert all(j.refresh().record.dispatched for j in jobs)
@@ -76,6 +76,23 @@ def test_a_pass_reads_each_queue_once_and_parses_only_changed_records(workspace)
         scheduler.step()
         assert lost.refresh().record.attempt == 2 and lost.record.dispatched
         assert [j.refresh().record.attempt for j in jobs if j is not lost] == [1] * (len(jobs) - 1)
+
+
+@pytest.mark.slow
+def test_a_goodput_pass_reads_the_timelines_of_changed_jobs_only(workspace):
+    with nbrunner.setup_cluster(gpus=0, workers=1, workspace=workspace) as cluster:
+        stop_children(cluster, "worker", "scheduler")
+        jobs = queued_jobs(cluster, 60)
+        scheduler = Scheduler(cluster.settings, "goodput")
+        scheduler.step()  # dispatched: their records change
+        r = cluster.store.r
+        r.config_resetstat()
+        scheduler.step()  # each dispatched job's record is new to the ledger: its timeline is read
+        assert r.info("commandstats")["cmdstat_lrange"]["calls"] == 2 + len(jobs)
+        r.config_resetstat()
+        scheduler.step()  # nothing changed: the queue and the notebook's past runs only, as under fairshare
+        assert r.info("commandstats")["cmdstat_lrange"]["calls"] == 2
+        assert all(j.refresh().record.attempt == 1 for j in jobs)
 
 
 @pytest.mark.slow
