@@ -90,8 +90,8 @@ def test_a_goodput_pass_reads_the_timelines_of_changed_jobs_only(workspace):
         scheduler.step()  # each dispatched job's record is new to the ledger: its timeline is read
         assert r.info("commandstats")["cmdstat_lrange"]["calls"] == 2 + len(jobs)
         r.config_resetstat()
-        scheduler.step()  # nothing changed: the queue and the notebook's past runs only, as under fairshare
-        assert r.info("commandstats")["cmdstat_lrange"]["calls"] == 2
+        scheduler.step()  # nothing changed: the pass's own reads (at most the queue and the past runs), no timeline
+        assert r.info("commandstats")["cmdstat_lrange"]["calls"] <= 2
         assert all(j.refresh().record.attempt == 1 for j in jobs)
 
 
