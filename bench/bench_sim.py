@@ -85,7 +85,7 @@ SENSITIVITY = {  # constant of nbrunner.core.goodput: (alternatives to its chose
     "REMAINING_EXPONENT": ((0.35, 0.7), BOTH),
     "HOLD_WINDOW_S": ((1800.0, 7200.0), FIXED),
 }
-SOURCES = ("nbrunner/core/goodput.py", "nbrunner/core/allocate.py", "nbrunner/core/demands.py",
+SOURCES = ("nbrunner/core/goodput.py", "nbrunner/core/allocate.py", "nbrunner/core/demands.py", "nbrunner/core/kinds.py",
            "nbrunner/core/throughput.py", "nbrunner/core/efficiency.py", "nbrunner/core/fairsplit.py",
            "nbrunner/sim/engine.py", "nbrunner/sim/adapt.py", "nbrunner/sim/apps.py")
 

@@ -9,7 +9,8 @@ pass's length before the next while events keep coming:
 1. capacity: the slots that live workers registered;
 2. recovery: jobs whose worker stopped heart-beating are re-queued (or failed);
 3. allocation: :func:`nbrunner.core.allocate.allocate` on the active jobs' demands (under the
-   ``goodput`` policy with each job's attained service, :mod:`nbrunner.control.attained`);
+   ``goodput`` policy with each job's attained service, :mod:`nbrunner.control.attained`, and
+   the throughput its kind measured, :mod:`nbrunner.control.kinds`);
 4. grants: shrinks are published and wait for the job's release; freed slots go to jobs
    below their share; admitted queued jobs are placed on concrete slots and handed to rq.
 """
@@ -44,6 +45,7 @@ from ..core.shares import account_shares
 from .store import JobStore
 from . import accounts, counters, grants
 from .attained import AttainedLedger
+from .kinds import KindLedger
 from .outlook import Outlooks, asking_accounts
 from .actions import advance, carry_out
 from .job_access import revoke_access, runs_as_owner
@@ -116,19 +118,21 @@ def divide(total: int, demands: list[dict], policy: str, tree: AccountTree | Non
 
 def placeable(store: JobStore, live: list[JobRecord], total: int, policy: str, tree: AccountTree | None = None,
               attained: dict[str, float] | None = None, queues: tuple[float, ...] | None = None,
-              hosts: list[int] | None = None, holds: dict[str, float] | None = None) -> Division:
+              hosts: list[int] | None = None, holds: dict[str, float] | None = None,
+              throughputs: dict[str, dict[str, float]] | None = None) -> Division:
     """The division of the live jobs the allocator accepts; a job whose demand it refuses (e.g. a
     GPU count out of range written by an older version) is quarantined.  ``attained``: the
     GPU-seconds each job has received (goodput serves the least served first); ``holds``: how long
-    each job's next allocation is expected to last (goodput weighs growths over it)."""
-    attained, holds = attained or {}, holds or {}
+    each job's next allocation is expected to last (goodput weighs growths over it); ``throughputs``:
+    the measured points of each job with its kind's (goodput's model of its speedup)."""
+    attained, holds, throughputs = attained or {}, holds or {}, throughputs or {}
     def refused(rec: JobRecord, exc: Exception) -> None:
         quarantined(store, rec.id, f"the job could not be placed ({exc.__class__.__name__}: {exc})")
 
     demands, kept = [], []
     for rec in live:
         try:
-            demands.append(demand_of(rec, attained.get(rec.id, 0.0), holds.get(rec.id)))
+            demands.append(demand_of(rec, attained.get(rec.id, 0.0), holds.get(rec.id), throughputs.get(rec.id)))
             kept.append(rec)
         except Exception as exc:  # noqa: BLE001
             refused(rec, exc)
@@ -168,6 +172,7 @@ class Scheduler:
         self._parsed: dict[str, tuple[str, JobRecord]] = {}  # active job id -> its stored text and record
         self.retention = Retention(self.store, settings, KEEP_DAYS.days())
         self.attained = AttainedLedger(self.r)  # the goodput policy's attained service, per job
+        self.kinds = KindLedger(self.r)  # and the throughput each kind of job measured
         self.outlooks = Outlooks(self.store)  # why jobs wait, when they should start and end
         if policy:
             self.r.set(POLICY, policy)
@@ -337,9 +342,10 @@ class Scheduler:
         now = time.time()
         served = self.attained.of(live, now) if policy == "goodput" else {}
         holds = self.holds(live, now) if policy == "goodput" else {}
+        throughputs = self.kinds.throughputs(live) if policy == "goodput" else {}
         queues = (GOODPUT_QUEUE.seconds(),) if policy == "goodput" else None
         hosts = [len(idx) for idx in cap.hosts.values()] or ([0] if cap.workers else [])
-        div = placeable(self.store, live, total, policy, tree, served, queues, hosts, holds)
+        div = placeable(self.store, live, total, policy, tree, served, queues, hosts, holds, throughputs)
         shares, reasons, self._asking = div.shares, {}, set()
         if tree is not None:
             shares, reasons = self.reclaim(div, tree)

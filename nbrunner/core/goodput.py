@@ -122,7 +122,9 @@ Without ``attained`` every job is in queue 0 and the policy is the plain goodput
 split of measured speedups; without measurements either, it equals fairshare.
 
 Conventions: ``throughput`` is ``{gpus: samples_per_s}`` (see
-``nbrunner.core.throughput``), ``efficiency`` likewise keyed with values in ``(0, 1]``;
+``nbrunner.core.throughput``; the service and the simulator add, once a job has measured one
+size, the sizes earlier runs of its kind measured: ``nbrunner.core.kinds``), ``efficiency``
+likewise keyed with values in ``(0, 1]``;
 ``thresholds`` (a call's own queue thresholds, default :data:`QUEUE_THRESHOLDS`) increasing
 finite numbers > 0; ``attained``, ``pause_s``, ``horizon_s`` and ``hold_s`` are
 finite numbers >= 0 (``pause_s`` may be None: not measured); ``progress`` a number in

@@ -35,10 +35,10 @@ from typing import Any, Union
 import msgspec
 
 from .config import MAX_TIMEOUT_S
-from .efficiency import check_efficiency
 from .fence import Refused, fence
 from .fence import same_attempt as _same_attempt
 from .models import JobPhase, JobRecord, JobStatus, check_priority
+from .reports import NOT_METRICS, goodput_inputs
 
 QUEUED, RUNNING, COMPLETED, FAILED, CANCELLED = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.COMPLETED,
                                                  JobStatus.FAILED, JobStatus.CANCELLED)
@@ -380,27 +380,10 @@ def _progress(rec: JobRecord, e: Progress) -> Transition:
     if e.progress is not None:
         changes["progress"] = max(0.0, min(1.0, float(e.progress)))
     if e.metrics:
-        scalars = {k: v for k, v in e.metrics.items() if k != "efficiency"}  # a map, kept apart (goodput's)
+        scalars = {k: v for k, v in e.metrics.items() if k not in NOT_METRICS}  # kept apart (goodput's)
         changes["metrics"] = {**rec.metrics, **scalars}
-        changes.update(_throughput(rec, e.metrics))
+        changes.update(goodput_inputs(rec.throughput, e.metrics))
     return Transition(_with(rec, **changes), (), e.name)
-
-
-def _throughput(rec: JobRecord, metrics: dict[str, Any]) -> dict[str, Any]:
-    """An elastic job's samples/s per learner count and last resize pause (goodput policy inputs);
-    a batch-adapting job's statistical efficiency per learner count comes apart (``efficiency``)."""
-    out: dict[str, Any] = {}
-    sps, n, pause = metrics.get("samples_per_s"), metrics.get("learners"), metrics.get("resize_pause_s")
-    if isinstance(sps, (int, float)) and sps > 0 and isinstance(n, int) and not isinstance(n, bool) and n > 0:
-        out["throughput"] = {**rec.throughput, str(n): float(sps)}
-    if isinstance(pause, (int, float)) and not isinstance(pause, bool) and pause >= 0:
-        out["pause_s"] = float(pause)
-    if "efficiency" in metrics:
-        try:
-            out["efficiency"] = {str(k): v for k, v in check_efficiency(metrics["efficiency"]).items()}
-        except ValueError:
-            pass  # malformed: dropped
-    return out
 
 
 def _end(rec: JobRecord, status: JobStatus, error: str | None, at: str, event: str) -> Transition:

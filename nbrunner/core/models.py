@@ -245,6 +245,7 @@ class JobRecord(msgspec.Struct, kw_only=True, frozen=True):
     throughput: dict[str, float] = {}  # elastic: samples/s by learner count (goodput)
     pause_s: float | None = None  # elastic: the last resize's measured pause (goodput)
     efficiency: dict[str, float] = {}  # elastic, adaptive batch: statistical efficiency by learner count (goodput)
+    setup: str | None = None  # elastic: its trainer's set-up (model, batch rule), for its kind (core.kinds)
     pipeline: str | None = None  # the pipeline this job is a step of
     step: str | None = None  # and the step's name
     inputs: list[str] = []  # files and folders beside the notebook, copied into its working directory (core.inputs)

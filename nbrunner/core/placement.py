@@ -23,10 +23,12 @@ if TYPE_CHECKING:
 Slot = tuple[str, int]
 
 
-def demand_of(rec: JobRecord, attained: float = 0.0, hold_s: float | None = None) -> dict:
+def demand_of(rec: JobRecord, attained: float = 0.0, hold_s: float | None = None,
+              throughput: dict[str, float] | None = None) -> dict:
     """The allocator's view of a job: elastic jobs range over [min, max]; others are gangs.
     ``attained``: the GPU-seconds it has received so far (its GPU timeline's integral); ``hold_s``:
-    how long its next allocation is expected to last (``nbrunner.core.goodput.expected_hold_s``)."""
+    how long its next allocation is expected to last (``nbrunner.core.goodput.expected_hold_s``);
+    ``throughput``: its measured points with its kind's (``nbrunner.core.kinds``; default its own)."""
     running = rec.status == "running" or rec.dispatched
     if rec.elastic and running and rec.training_over:
         lo = hi = 0
@@ -38,7 +40,8 @@ def demand_of(rec: JobRecord, attained: float = 0.0, hold_s: float | None = None
         lo = hi = rec.max_gpus
     return {"id": rec.id, "min_gpus": lo, "max_gpus": hi, "priority": rec.priority,
             "submitted_at": parse_time(rec.created_at).timestamp(), "running": running,
-            "throughput": rec.throughput, "gpus": len(rec.slots), "pause_s": rec.pause_s or 0.0,  # goodput inputs
+            "throughput": rec.throughput if throughput is None else throughput,  # goodput inputs
+            "gpus": len(rec.slots), "pause_s": rec.pause_s or 0.0,
             "attained": attained, "hold_s": hold_s, "progress": rec.progress,
             **({"efficiency": rec.efficiency} if rec.efficiency else {}),
             "owner": rec.owner, "groups": rec.groups,  # accounts inputs

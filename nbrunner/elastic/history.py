@@ -68,8 +68,9 @@ class HistoryRecorder:
     is (step, newest step reached, learner count, throughput), and what it has reported to
     the job record, printed, and told the callbacks."""
 
-    def __init__(self, options: TrainOptions, callbacks: list, say: Callable[[str], None]):
+    def __init__(self, options: TrainOptions, callbacks: list, say: Callable[[str], None], setup: Optional[str] = None):
         self.options, self.callbacks, self.say = options, callbacks, say
+        self.setup = setup  # the run's training set-up (its job's kind), reported with each new generation
         self.history = History()
         self.epoch_records: dict[int, dict] = {}
         self.step = 0
@@ -207,7 +208,8 @@ class HistoryRecorder:
                 cb.on_rescale(info)
         self.step = int(r["step"])
         pause = {"resize_pause_s": r["pause_s"]} if plan.reason != "start" and r["pause_s"] is not None else {}
-        runtime.report(progress=self.fraction(self.step), metrics={"learners": plan.world, **pause},
+        setup = {"setup": self.setup} if self.setup else {}
+        runtime.report(progress=self.fraction(self.step), metrics={"learners": plan.world, **pause, **setup},
                        step=self.step)  # the job's record shows the new size at once
 
     def on_epoch(self, rec: dict) -> None:

@@ -61,7 +61,7 @@ from .protocol import ElasticTrainingError, Rendezvous, root_cause
 from .recovery import Recovery, resume
 from .slots import default_slot_source
 
-__all__ = ["ElasticTrainer", "History", "Callback", "ElasticTrainingError"]
+__all__ = ["ElasticTrainer", "History", "Callback", "ElasticTrainingError", "setup_of"]
 
 
 def _normalize_metrics(metrics) -> dict:
@@ -155,6 +155,18 @@ class ElasticTrainer:
     train.__signature__ = train_signature(returns="History")
 
 
+def setup_of(model, options: TrainOptions) -> str:
+    """A digest of what sets a run's samples per second at each learner count: the model's class and
+    size and the batch rule (the job's kind, :mod:`nbrunner.core.kinds`, is its notebook's runs with
+    the same one)."""
+    import hashlib
+
+    size = sum(int(p.numel()) for p in model.parameters())
+    parts = [type(model).__module__, type(model).__qualname__, size, options.effective_batch_size,
+             options.adaptive_batch, options.max_batch, options.sync_batchnorm, options.threads_per_learner]
+    return hashlib.sha1(repr(parts).encode()).hexdigest()[:16]
+
+
 class _Run:
     """One call of :meth:`ElasticTrainer.train`: the driver's main loop over the parts it
     composes -- the rendezvous store (:class:`~.protocol.Rendezvous`), the learner processes
@@ -165,7 +177,7 @@ class _Run:
     def __init__(self, trainer: ElasticTrainer, options: TrainOptions):
         self.t = trainer
         self.options = options
-        self.recorder = HistoryRecorder(options, trainer.callbacks, self.say)
+        self.recorder = HistoryRecorder(options, trainer.callbacks, self.say, setup_of(trainer.model, options))
         self.rendezvous: Optional[Rendezvous] = None   # run() makes these once training starts
         self.pool: Optional[LearnerPool] = None
         self.planner: Optional[GenerationPlanner] = None

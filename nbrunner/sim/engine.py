@@ -16,7 +16,9 @@ Scheduling (documented choices; performance and work are in ``nbrunner.sim.apps`
   throughput (adding GPUs past that no longer speeds it up), all priorities equal
   (5000; the workloads have none). ``goodput`` demands also carry ``throughput``
   = the samples/s at the GPU counts the job has run so far (revealed by running,
-  as a live job measures them: nothing at sizes it has not run), its current
+  as a live job measures them: nothing at sizes it has not run; once it has run,
+  with what earlier jobs of its kind, ``nbrunner.core.kinds``, measured at other
+  sizes: its owner's jobs of its application and batch), its current
   ``gpus``, ``pause_s`` = the restart pause, ``attained`` = the GPU-seconds it
   has held so far, ``progress`` = the share of its work done (as a live job
   reports it) and, running, ``hold_s`` = ``nbrunner.core.goodput.expected_hold_s``
@@ -59,6 +61,7 @@ import numpy as np
 from nbrunner.core import goodput
 from nbrunner.core.accounts import AccountTree, accounts_tree
 from nbrunner.core.allocate import allocate
+from nbrunner.core.kinds import with_kind
 from nbrunner.core.replay import Replay
 
 from .adapt import BatchAdaptation
@@ -111,7 +114,7 @@ class SimResult:
 def simulate(workload: str | os.PathLike | list[Job], gpus: int = 64, policy: str = "fairshare", *,
              traces: str | os.PathLike | None = None, restart_pause: float = 30.0,
              interval: float = 60.0, attained: bool = True, adaptive_batch: bool = False,
-             accounts: dict | AccountTree | None = None) -> SimResult:
+             accounts: dict | AccountTree | None = None, kinds: bool = True) -> SimResult:
     """Replay a workload (a CSV path or jobs) on ``gpus`` GPUs under ``policy`` and return the metrics.
 
     ``traces`` defaults to the ``traces`` directory beside the workload's
@@ -120,6 +123,7 @@ def simulate(workload: str | os.PathLike | list[Job], gpus: int = 64, policy: st
     the goodput policy before short work first), for comparisons.
     ``adaptive_batch`` lets the elastic policies' jobs pick their batch by goodput.
     ``accounts``: an accounts tree the GPUs are divided down (see the module docstring).
+    ``kinds=False``: a goodput job's model reads only what it measured itself, not its kind's points.
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
@@ -148,7 +152,7 @@ def simulate(workload: str | os.PathLike | list[Job], gpus: int = 64, policy: st
         j.queued_at = j.submit
     if not jobs:
         return SimResult(policy, gpus, np.zeros(0), 0.0, 0.0, [])
-    res = _Replay(jobs, apps, gpus, policy, restart_pause, interval, attained, adapt, tree).result()
+    res = _Replay(jobs, apps, gpus, policy, restart_pause, interval, attained, adapt, tree, kinds).result()
     if tree is not None:
         from .accounts import account_results
 
@@ -170,11 +174,14 @@ class _Replay(Replay):
     """A workload's replay: Pollux jobs paced by their traces (:class:`nbrunner.core.replay.Replay`)."""
 
     def __init__(self, jobs: list[Job], apps: dict[str, AppModel], gpus: int, policy: str, restart_pause: float,
-                 interval: float, attained: bool, adapt: dict[str, BatchAdaptation], tree: AccountTree | None):
+                 interval: float, attained: bool, adapt: dict[str, BatchAdaptation], tree: AccountTree | None,
+                 kinds: bool = True):
         # Called every interval while jobs are active: their attained service grows.
         super().__init__(jobs, gpus, policy, restart_pause, interval, tree,
                          every_interval=policy == "tiresias" or (policy == "goodput" and attained))
         self.apps, self.adapt, self.feed_attained = apps, adapt, attained
+        self.share_kinds = kinds and policy == "goodput"
+        self.kinds: dict[tuple, dict[int, float]] = {}  # kind -> {gpus: what a job of it measured there}
 
     def result(self) -> SimResult:
         self.run()
@@ -201,12 +208,15 @@ class _Replay(Replay):
         d = {"id": j.idx, "min_gpus": lo, "max_gpus": hi, "priority": DEFAULT_PRIORITY, "submitted_at": j.submit,
              "running": j.gpus > 0, "owner": j.owner or "-", "groups": j.groups}
         if self.policy == "goodput":
-            d.update(throughput=j.measured, gpus=j.gpus, pause_s=self.pause,
+            thr = j.measured if self.adapt else with_kind(j.measured, self.kinds.get(self.kind(j), {}))
+            d.update(throughput=thr, gpus=j.gpus, pause_s=self.pause,
                      progress=min(1.0, j.done / j.work) if j.work else 0.0,
                      hold_s=goodput.expected_hold_s(self.arrived_since(self.now - goodput.HOLD_WINDOW_S),
                                                     self.now - j.submit, j.restarts) if j.gpus else None)
             if self.adapt:
                 d["efficiency"] = j.efficiency
+                if j.measured and set(self.kinds.get(self.kind(j), ())) - set(j.measured):
+                    d["throughput"], d["efficiency"] = self.measured_at(j, {*self.kinds[self.kind(j)], *j.measured})
             if self.feed_attained:
                 d["attained"] = j.attained
         return d
@@ -225,13 +235,22 @@ class _Replay(Replay):
             measured = j.batch / j.unit_time
         if self.policy == "goodput":
             if self.adapt:  # every size it ran, at this epoch's batch and efficiency (as a live job reports)
-                ad = self.adapt[j.app]
-                seen = {g: ad.measure(g, j.epoch) for g in (*j.measured, j.gpus)}
-                j.measured = {g: thr for g, (thr, _) in seen.items()}
-                j.efficiency = {g: eff for g, (_, eff) in seen.items()}
+                j.measured, j.efficiency = self.measured_at(j, (*j.measured, j.gpus))
             else:
                 j.measured.setdefault(j.gpus, measured)
+            if self.share_kinds:
+                self.kinds.setdefault(self.kind(j), {})[j.gpus] = j.measured[j.gpus]
             self.dirty = True  # its inputs (gpus, throughput) changed
+
+    def kind(self, j: Job) -> tuple:
+        """The job's kind (``nbrunner.core.kinds``): its owner's runs of its application with its batch rule
+        (an adapting job's batch follows its application's rule)."""
+        return (j.owner, j.app) if self.adapt else (j.owner, j.app, j.batch)
+
+    def measured_at(self, j: Job, sizes) -> tuple[dict, dict]:
+        """An adapting job's (throughput, efficiency) at ``sizes``, at this epoch's batches (as it reports them)."""
+        seen = {g: self.adapt[j.app].measure(g, j.epoch) for g in sizes}
+        return {g: thr for g, (thr, _) in seen.items()}, {g: eff for g, (_, eff) in seen.items()}
 
     def _tiresias(self) -> dict[int, int]:
         for j in self.active.values():

@@ -261,6 +261,14 @@ def test_progress_builds_the_throughput_record():
     assert rec.metrics["loss"] == 1.0 and transition(rec, Progress(progress=7)).record.progress == 1.0
 
 
+def test_progress_keeps_the_trainers_set_up_apart_from_the_metrics():
+    rec = at_state("running")
+    for metrics in ({"learners": 1, "setup": "ab12"}, {"samples_per_s": 410.0, "learners": 1, "setup": 7},
+                    {"learners": 1, "setup": "x" * 65}, {"learners": 1, "setup": ""}):
+        rec = transition(rec, Progress(metrics=metrics)).record
+    assert rec.setup == "ab12" and "setup" not in rec.metrics and rec.throughput == {"1": 410.0}
+
+
 def test_a_new_job_is_queued_and_waiting_with_one_history_entry():
     rec = submitted(JobRecord(id="a", name="n", notebook="n.ipynb", created_at=T))
     assert (rec.status, rec.phase, rec.history) == ("queued", "waiting", [{"status": "queued", "at": T}])

@@ -6,7 +6,11 @@ from __future__ import annotations
 import pytest
 
 import nbrunner
+from torch import nn
+
 from nbrunner.core.placement import demand_of
+from nbrunner.elastic.options import TrainOptions
+from nbrunner.elastic.trainer import setup_of
 
 from support import make_notebook, wait_for
 
@@ -48,6 +52,9 @@ def test_an_adaptive_job_reports_its_batch_and_efficiency(workspace):
             job.refresh().record), 180, what="the job's efficiency map on 2 learners")
         assert rec.efficiency["1"] == 1.0 and 0 < rec.efficiency["2"] <= 1.0
         assert demand_of(rec)["efficiency"] == rec.efficiency  # what the goodput policy reads
+        # and its kind's set-up: this model with this batch rule (nbrunner.core.kinds)
+        model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+        assert rec.setup == setup_of(model, TrainOptions(effective_batch_size=32, adaptive_batch=True, max_batch=64))
         job.wait(300)
         assert job.record.status == "completed", job.record.error
         m = job.record.metrics

@@ -92,3 +92,24 @@ def test_a_call_binds_to_the_options():
             TrainOptions.from_call(args, kwargs)
     with pytest.raises(TypeError, match="'sed'"):
         TrainOptions.from_call((), {"slots": None, "sed": 1})
+
+
+def test_a_runs_set_up_is_its_model_and_batch_rule():
+    """What sets samples/s at each learner count (the job's kind, nbrunner.core.kinds): the model's
+    class and size and the batch rule; not the epochs, the seed or the learner bounds."""
+    from torch import nn
+
+    from nbrunner.elastic.trainer import setup_of
+
+    def mlp(hidden: int = 64):
+        return nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10))
+
+    base = setup_of(mlp(), TrainOptions(effective_batch_size=32))
+    assert base == setup_of(mlp(), TrainOptions(effective_batch_size=32, epochs=9, seed=3, max_gpus=4, min_gpus=2))
+    others = {setup_of(mlp(128), TrainOptions(effective_batch_size=32)),
+              setup_of(mlp(), TrainOptions(effective_batch_size=64)),
+              setup_of(mlp(), TrainOptions(effective_batch_size=32, adaptive_batch=True)),
+              setup_of(mlp(), TrainOptions(effective_batch_size=32, adaptive_batch=True, max_batch=128)),
+              setup_of(mlp(), TrainOptions(effective_batch_size=32, sync_batchnorm=True)),
+              setup_of(nn.Sequential(nn.Linear(64, 10)), TrainOptions(effective_batch_size=32))}
+    assert len(others) == 6 and base not in others and len(base) == 16

@@ -229,6 +229,38 @@ def test_goodput_only_sees_sizes_the_job_ran(toy, monkeypatch):
     assert thr[4] == pytest.approx(32 / m.step_time(4, 32))
 
 
+@pytest.mark.parametrize("kinds", [True, False])
+def test_goodput_lends_a_job_the_sizes_its_kind_ran_once_it_has_measured_one(toy, monkeypatch, kinds):
+    """Two runs of one application and batch (one kind, nbrunner.core.kinds): the second sees the sizes
+    the first ran once it has measured its own first size, and nothing before; without kinds, its own only."""
+    traces, workload = toy
+    seen: dict[int, list] = {0: [], 1: [], 2: []}
+    real = engine.allocate
+
+    def spy(total, demands, policy="fairshare", **kw):
+        for d in demands:
+            seen[d["id"]].append((d["gpus"], dict(d["throughput"])))
+        return real(total, demands, policy, **kw)
+
+    monkeypatch.setattr(engine, "allocate", spy)
+    rows = [("first", 0, "long", 4, 32), ("short", 20, "short", 2, 32), ("second", 200, "long", 4, 32)]
+    res = simulate(workload("k", rows), 4, "goodput", restart_pause=2.0, kinds=kinds)
+    ran_first = set(res.jobs[0].measured)
+    own, lent = set(), set()
+    for gpus, thr in seen[2]:
+        if gpus == 0:
+            assert thr == {}  # not measured yet: no kind's points either
+            continue
+        own.add(gpus)
+        lent |= set(thr) - own
+    assert own and len(ran_first) > 1
+    assert (bool(lent) and lent <= ran_first) if kinds else not lent
+    if kinds:
+        m = AppModel("long", traces / "long")
+        _, thr = next((g, t) for g, t in seen[2] if set(t) - {g})
+        assert all(v == pytest.approx(32 / m.step_time(n, 32)) for n, v in thr.items())
+
+
 def test_goodput_is_fed_attained_service(toy, monkeypatch):
     _, workload = toy
     calls = []
