@@ -10,7 +10,7 @@ import nbrunner
 from nbrunner.control.kinds import KIND_TTL_S, KindLedger, kind_key
 from nbrunner.core.kinds import kind_of
 
-from support import make_notebook, no_slot_ever_held_twice, wait_for
+from support import GRANT_FOLLOWER, make_notebook, no_slot_ever_held_twice, wait_for
 
 from .test_scheduler import gpus
 
@@ -19,23 +19,15 @@ pytestmark = pytest.mark.slow
 # Follows its grants like an elastic job and reports samples/s (BASE + SLOPE * learners) with its
 # trainer's set-up: at the sizes listed in upfront.json first (if there is one), then at every size
 # it is granted.
-KIND_REPORTER = """import json, pathlib
+KIND_REPORTER = GRANT_FOLLOWER.replace("client.declare(MIN, MAX)\n", """client.declare(MIN, MAX)
+import json
 from nbrunner.control import runtime
-from nbrunner.control.grants import GrantClient
-client = GrantClient()
-client.declare(MIN, MAX)
 def report(n):
     runtime.report(metrics={"samples_per_s": BASE + SLOPE * n, "learners": n, "setup": SETUP})
 upfront = pathlib.Path(UPFRONT)
 for n in json.loads(upfront.read_text()) if upfront.exists() else []:
     report(n)
-generation = -1
-while not pathlib.Path(STOP).exists():
-    generation, slots = client.wait(generation, 0.2)
-    extra = [s for s in client.held() if s not in slots]
-    if extra:
-        client.release(extra)
-    if slots:
+""") + """    if slots:
         report(len(slots))
 """
 PARAMS = "MIN = 1\nMAX = 4\nSTOP = 'stop'\nBASE = 0.0\nSLOPE = 100.0\nSETUP = 'scales'\nUPFRONT = 'none'"
