@@ -8,11 +8,13 @@ bash scripts/setup.sh
 # the docs site's tools (Sphinx, MyST, the PyData theme): tests/docs/ builds it with warnings as errors
 .venv/bin/python -m pip install -q -e ".[test,docs]"
 # system tools the tests drive: Debian's chromium (browser tests), docker-compose (validates docker/),
-# iproute2 (network namespaces for the multi-host test)
+# iproute2 (network namespaces for the multi-host test), prometheus (its server and promtool run the
+# monitoring rules)
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+{ [ -x /usr/bin/prometheus ] && [ -x /usr/bin/promtool ]; } || missing+=(prometheus)
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -226,7 +226,8 @@ client.declare(MIN, MAX)
 generation = -1
 while not pathlib.Path(STOP).exists():
     generation, slots = client.wait(generation, 0.2)
-    extra = [s for s in client.held() if s not in slots]
+    held = client.held()   # then the grant: a grow publishes both at once
+    extra = [s for s in held if s not in client.grant()[1]]
     if extra:
         client.release(extra)   # our 'learners' on those slots have exited
 """

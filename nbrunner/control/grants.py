@@ -75,6 +75,37 @@ def take(r: redis.Redis, job_id: str, slot: Slot) -> bool:
     return True
 
 
+def grow(r: redis.Redis, job_id: str, have: Iterable[Slot], slots: Iterable[Slot]) -> list[Slot]:
+    """Hold those of ``slots`` that are free for a running job and publish its grant, ``have`` and them,
+    in one step: a job never sees slots held for it that its grant does not list yet (it would give
+    them back as not its own).  Returns the slots taken."""
+    names = {slot_name(tuple(slot)): tuple(slot) for slot in slots}
+    if not names:
+        return []
+    key = grant_key(job_id)
+
+    def step(p) -> tuple[list[Slot], Callable | None]:
+        free = [n for n, holder in zip(names, p.hmget(HOLDINGS, list(names))) if holder is None]
+        if not free:
+            return [], None
+        raw = p.get(key)
+        cur = json.loads(raw) if raw else {"generation": 0, "slots": []}
+        new = sorted([list(s) for s in have] + [list(names[n]) for n in free])
+
+        def writes(q) -> None:
+            q.hset(HOLDINGS, mapping={n: job_id for n in free})
+            q.set(key, json.dumps({"generation": cur["generation"] + 1, "slots": new}))
+            q.publish(key, cur["generation"] + 1)
+            now = time.time()
+            for n in free:
+                q.xadd(SLOTLOG, {"t": now, "job": job_id, "slot": n, "action": "grant"},
+                       maxlen=SLOTLOG_MAXLEN, approximate=True)
+
+        return [names[n] for n in free], writes
+
+    return optimistic(r, [HOLDINGS, key], step)
+
+
 def release(r: redis.Redis, job_id: str, slots: Iterable[Slot], reason: str = "release",
             attempt: int | None = None) -> list[Slot]:
     """Drop ``job_id``'s hold on ``slots`` (only those it holds), all at once (a scheduler pass

@@ -408,9 +408,7 @@ class Scheduler:
         elif step.kind == "position":
             self._set_position(rec, step.position)
         elif step.kind == "grow":
-            taken = [s for s in step.slots if grants.take(self.r, rec.id, s)]
-            if taken:
-                grants.write_grant(self.r, rec.id, step.have + taken)
+            if grants.grow(self.r, rec.id, step.have, step.slots):
                 grants.sync_slots(self.store, rec.id)
         elif step.kind == "dispatch":
             taken = [s for s in step.slots if grants.take(self.r, rec.id, s)]

@@ -64,7 +64,11 @@ class ClusterSlots:
         with self._lock:
             self._slots = new
             self._gen = gen
-            unseen = set(self.client.held()) - set(map(tuple, slots)) - self._reported
+            # what it holds, then its grant: a grow publishes both at once, so a slot held and not
+            # granted after that read is one taken back, not one granted meanwhile
+            held = set(self.client.held())
+            now_gen, now = self.client.grant()
+            unseen = held - set(map(tuple, now)) - self._reported if now_gen == gen else set()
         if unseen:
             self.client.release(sorted(unseen))
 
