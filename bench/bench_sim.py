@@ -87,7 +87,10 @@ SENSITIVITY = {  # constant of nbrunner.core.goodput: (alternatives to its chose
 }
 SOURCES = ("nbrunner/core/goodput.py", "nbrunner/core/allocate.py", "nbrunner/core/demands.py", "nbrunner/core/kinds.py",
            "nbrunner/core/throughput.py", "nbrunner/core/efficiency.py", "nbrunner/core/fairsplit.py",
+           "nbrunner/core/pauses.py", "nbrunner/core/dips.py",
            "nbrunner/sim/engine.py", "nbrunner/sim/adapt.py", "nbrunner/sim/apps.py")
+GOODPUT_ONLY = ("nbrunner/core/goodput.py", "nbrunner/core/pauses.py", "nbrunner/core/dips.py")
+"""The sources only the goodput policy reads: the baselines' cached runs do not depend on them."""
 
 
 def fresh_test_seeds() -> list[int]:
@@ -118,10 +121,10 @@ class Runner:
     def __init__(self, gpus: int = 64, restart_pause: float = 30.0, interval: float = 60.0, jobs: int = 1):
         self.settings = {"gpus": gpus, "restart_pause": restart_pause, "interval": interval}
         self.jobs = max(1, jobs)  # processes simulating the runs not in the cache
-        digest, base = hashlib.sha1(), hashlib.sha1()  # base: without the goodput policy's own module
+        digest, base = hashlib.sha1(), hashlib.sha1()  # base: without the goodput policy's own modules
         for src in SOURCES:
             digest.update((ROOT / src).read_bytes())
-            if src != "nbrunner/core/goodput.py":
+            if src not in GOODPUT_ONLY:
                 base.update((ROOT / src).read_bytes())
         self.code, self.base_code = digest.hexdigest(), base.hexdigest()
         self.cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}

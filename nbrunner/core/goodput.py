@@ -118,6 +118,13 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    report, so a live one starts at its fairshare share.) A demand without ``efficiency`` is
    served exactly as above.
 
+6. Dips (``nbrunner.core.dips``): last, a job the steps above would start or resize to a size it
+   ran (its own runs and its kind's) no faster than a smaller size it ran (at least ``min``) gets the
+   fewest GPUs it ran at least as fast; the GPUs this frees go to the other measured jobs by the
+   marginal gain above, checked the same way. Across hosts, or where a batch-adapting job's batch
+   needs another micro-step, a job runs slower on 5-7 GPUs than on 4, which the smooth model fitted
+   through those points does not show. A job left at its current count stays there.
+
 Without ``attained`` every job is in queue 0 and the policy is the plain goodput
 split of measured speedups; without measurements either, it equals fairshare.
 
@@ -138,6 +145,7 @@ from typing import Any
 
 import numpy as np
 
+from .dips import leave_dips
 from .efficiency import check_efficiency, goodput_points
 from .fairsplit import fair_split
 from .pauses import concentrate_resizes
@@ -213,8 +221,7 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     adapting = [i for i, d in enumerate(adm_demands) if d.get("efficiency") is not None]
     for i in adapting:  # fitted to their goodput (throughput x efficiency)
         thr[i] = _goodput_of(adm_demands[i], adm_ids[i])
-    adapts = np.zeros(len(m), dtype=bool)
-    adapts[adapting] = True
+    adapts = np.isin(np.arange(len(m)), adapting)
     measured = np.fromiter((len(t) > 0 for t in thr), dtype=bool, count=len(thr))
     midx = np.flatnonzero(measured)
     for i in midx.tolist():
@@ -223,8 +230,8 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     cap = M.astype(np.int64).copy()
     cur = np.zeros(len(m), dtype=np.int64)
     rho = np.zeros(len(m))
+    pts = [points(thr[i], adm_ids[i]) for i in midx]
     if len(midx):
-        pts = [points(thr[i], adm_ids[i]) for i in midx]
         coef[midx], max_seen = fit_arrays([p if adapts[i] else _past_a_dip(p, M[i]) for p, i in zip(pts, midx)])
         if adapting:  # their largest size run, not the largest of their goodput points
             row = {i: r for r, i in enumerate(midx.tolist())}
@@ -239,7 +246,8 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
 
     x = m.astype(np.int64).copy()
     start = np.where(adapts & ~measured, np.clip(ADAPTIVE_START, m, M), M).astype(np.int64)  # a first size to measure
-    avail = min(total, int(M.sum())) - int(m.sum())
+    usable = min(total, int(M.sum()))
+    avail = usable - int(m.sum())
     queue = queue_of(attained, thresholds)
     queues = np.unique(queue).tolist()
     held_back = np.zeros(len(m), dtype=bool)  # queue-0 jobs kept below what they gain from while long jobs wait
@@ -273,12 +281,25 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
         avail -= int(add.sum())
     _top_up(avail, x, np.flatnonzero(~measured & adapts), M, w, w_is_int)  # GPUs no other job gains from
     only_long = bool(len(queue)) and bool((queue > 0).all())
-    # Queue 0's fixed-batch jobs: later queues serve their first job first, which the marginal values would undo;
-    # batch-adapting jobs' resizes are left as they are (worse on the tuning set).
-    fixed = midx[~adapts[midx]]
+    fixed = midx[~adapts[midx]]  # not later queues (their first job first), nor batch-adapting jobs (worse on tuning)
     concentrate_resizes(x, fixed[queue[fixed] == 0], cur, m, cap, coef, weff, rho, queue)
-    _settle(x, min(total, int(M.sum())), m, M, midx, coef, cap, w, cur, rho, adm_demands, only_long)
+    _settle(x, usable, m, M, midx, coef, cap, w, cur, rho, adm_demands, only_long)
+    leave_dips(x, usable, midx, _runs(pts, midx, adm_demands, adapts), cur, m,
+               lambda free, o: _greedy(free, x[o], cap[o], coef[o], w[o], cur[o], rho[o]))
     return x
+
+
+def _runs(pts: list, midx: np.ndarray, adm_demands: list[dict], adapts: np.ndarray) -> list:
+    """Each measured job's points (sizes, seconds per sample) at the sizes it ran: a batch-adapting job's goodput
+    points also hold sizes its efficiency alone was reported at (predicted), left out here."""
+    out = []
+    for (n, y), i in zip(pts, midx.tolist()):
+        thr = adm_demands[i]["throughput"] if adapts[i] else None
+        if thr is not None and len(thr) < len(n):  # its goodput points also hold sizes it only predicted
+            ran = np.isin(n, points(thr)[0])
+            n, y = n[ran], y[ran]
+        out.append((n, y))
+    return out
 
 
 def _past_a_dip(pts: tuple[np.ndarray, np.ndarray], most: int) -> tuple[np.ndarray, np.ndarray]:
