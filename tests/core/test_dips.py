@@ -7,11 +7,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import nbrunner.core.goodput as goodput
+from nbrunner.core import goodput
 from nbrunner.core.allocate import allocate
 from nbrunner.core.dips import fewer_as_fast, leave_dips
 
-from .test_allocate import job, scenarios
+from .test_allocate import job
+from .test_goodput import measured_scenarios
 from .test_throughput import curve
 
 # yolov3-like: faster on every GPU of a host (4), slower past it, faster again from 8.
@@ -68,20 +69,18 @@ def test_a_batch_adapting_job_reads_its_dip_in_its_goodput_at_sizes_it_ran():
 
 @st.composite
 def dipping_scenarios(draw):
-    """Scenarios whose measured jobs ran slower past a host's GPUs (2 or 4) on the sizes not filling hosts."""
-    total, demands = draw(scenarios())
+    """Measured scenarios whose jobs ran slower past a host's GPUs (2 or 4) on the sizes not filling hosts."""
+    total, demands = draw(measured_scenarios())
     out = []
     for d in demands:
-        d = dict(d)
-        if draw(st.booleans()):
-            sizes = draw(st.lists(st.integers(1, 12), min_size=1, max_size=6, unique=True))
-            smooth = curve(draw(st.floats(0, 0.01)), draw(st.floats(0.001, 0.05)), draw(st.floats(0, 0.002)), sizes)
+        if "throughput" in d:  # scaling well up to a host, with more sizes run
+            sizes = {int(n) for n in d["throughput"]} | set(draw(st.lists(st.integers(1, 12), max_size=3)))
+            smooth = curve(0.0, draw(st.floats(0.001, 0.05)), draw(st.floats(0, 0.002)), sorted(sizes))
             host, slow = draw(st.sampled_from([2, 4])), draw(st.floats(0.4, 1.0))
-            d["throughput"] = {n: v * (slow if n > host and n % host else 1.0) for n, v in smooth.items()}
+            thr = {n: v * (slow if n > host and n % host else 1.0) for n, v in smooth.items()}
+            d = dict(d, throughput=thr)
             if draw(st.booleans()):
-                d["efficiency"] = {n: draw(st.floats(0.3, 1.0)) for n in sizes}
-        if d.get("running") and draw(st.booleans()):
-            d["gpus"], d["pause_s"] = draw(st.integers(0, 12)), draw(st.floats(0, 300))
+                d["efficiency"] = {n: draw(st.floats(0.3, 1.0)) for n in thr}
         out.append(dict(d, attained=draw(st.sampled_from([0.0, 20 * 3600.0]))))
     return total, out
 
