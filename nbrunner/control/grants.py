@@ -49,9 +49,23 @@ def held_by(r: redis.Redis, job_id: str) -> list[Slot]:
     return held_slots(r, job_id)
 
 
-def read_grant(r: redis.Redis, job_id: str) -> dict:
-    raw = r.get(grant_key(job_id))
+def _grant_of(raw: str | None) -> dict:
     return json.loads(raw) if raw else {"generation": 0, "slots": []}
+
+
+def read_grant(r: redis.Redis, job_id: str) -> dict:
+    return _grant_of(r.get(grant_key(job_id)))
+
+
+def _publish_grant(q, job_id: str, gen: int, slots: list) -> None:
+    """Write and announce a job's grant (on a client or a transaction's pipeline)."""
+    q.set(grant_key(job_id), json.dumps({"generation": gen, "slots": slots}))
+    q.publish(grant_key(job_id), gen)
+
+
+def _log_grant(q, job_id: str, name: str, now: float) -> None:
+    q.xadd(SLOTLOG, {"t": now, "job": job_id, "slot": name, "action": "grant"}, maxlen=SLOTLOG_MAXLEN,
+           approximate=True)
 
 
 def write_grant(r: redis.Redis, job_id: str, slots: Iterable[Slot]) -> int:
@@ -61,8 +75,7 @@ def write_grant(r: redis.Redis, job_id: str, slots: Iterable[Slot]) -> int:
     if new == sorted(cur["slots"]):
         return cur["generation"]
     gen = cur["generation"] + 1
-    r.set(grant_key(job_id), json.dumps({"generation": gen, "slots": new}))
-    r.publish(grant_key(job_id), gen)
+    _publish_grant(r, job_id, gen, new)
     return gen
 
 
@@ -70,8 +83,7 @@ def take(r: redis.Redis, job_id: str, slot: Slot) -> bool:
     """Hold a free slot for ``job_id`` (False if someone holds it)."""
     if not r.hsetnx(HOLDINGS, slot_name(slot), job_id):
         return False
-    r.xadd(SLOTLOG, {"t": time.time(), "job": job_id, "slot": slot_name(slot), "action": "grant"},
-           maxlen=SLOTLOG_MAXLEN, approximate=True)
+    _log_grant(r, job_id, slot_name(slot), time.time())
     return True
 
 
@@ -88,18 +100,15 @@ def grow(r: redis.Redis, job_id: str, have: Iterable[Slot], slots: Iterable[Slot
         free = [n for n, holder in zip(names, p.hmget(HOLDINGS, list(names))) if holder is None]
         if not free:
             return [], None
-        raw = p.get(key)
-        cur = json.loads(raw) if raw else {"generation": 0, "slots": []}
+        cur = _grant_of(p.get(key))
         new = sorted([list(s) for s in have] + [list(names[n]) for n in free])
 
         def writes(q) -> None:
             q.hset(HOLDINGS, mapping={n: job_id for n in free})
-            q.set(key, json.dumps({"generation": cur["generation"] + 1, "slots": new}))
-            q.publish(key, cur["generation"] + 1)
+            _publish_grant(q, job_id, cur["generation"] + 1, new)
             now = time.time()
             for n in free:
-                q.xadd(SLOTLOG, {"t": now, "job": job_id, "slot": n, "action": "grant"},
-                       maxlen=SLOTLOG_MAXLEN, approximate=True)
+                _log_grant(q, job_id, n, now)
 
         return [names[n] for n in free], writes
 
