@@ -10,8 +10,11 @@ dips, where they do less with more GPUs (and pay a pause for it).
 Used by ``nbrunner.core.goodput`` once its allocation is made: a job that would be started or
 resized to a size it ran (its own runs and its kind's) no faster than a smaller size it ran
 gets the smallest such size instead; the GPUs this frees go to the other jobs, which are
-checked the same way. A job that stays at its current count is left there (moving it out of a
-dip costs it a pause; on the tuning set leaving it was better).
+checked the same way. A job that stays at its current count in a dip is moved out of it only
+when what it gains there over the time it has left pays for the pause of the move (``patience``):
+moved at every small gain, jobs whose measured goodput at a size moves with their epoch churned
+on the tuning set; left there whatever the gain, a job can run hours slower than it would on
+fewer GPUs.
 """
 
 from __future__ import annotations
@@ -37,14 +40,25 @@ def fewer_as_fast(x: np.ndarray, job: np.ndarray, sizes: np.ndarray, secs: np.nd
     return fewer
 
 
+def _secs_at(n: np.ndarray, job: np.ndarray, sizes: np.ndarray, secs: np.ndarray) -> np.ndarray:
+    """Per job, its seconds per sample on ``n`` GPUs (inf if it did not run ``n``)."""
+    out = np.full(len(n), np.inf)
+    hit = sizes == n[job]
+    out[job[hit]] = secs[hit]
+    return out
+
+
 def leave_dips(x: np.ndarray, usable: int, idx: np.ndarray, runs: list[tuple[np.ndarray, np.ndarray]],
-               cur: np.ndarray, least: np.ndarray, regive: Callable[[int, np.ndarray], np.ndarray]) -> None:
+               cur: np.ndarray, least: np.ndarray, regive: Callable[[int, np.ndarray], np.ndarray],
+               patience: np.ndarray | None = None) -> None:
     """Out of their dips (in place on ``x``), the jobs ``idx`` started or resized into one (module docstring).
 
     ``runs[k]``: job ``idx[k]``'s sizes run and its seconds per sample there; ``cur``/``least``: each job's
     current count and minimum; ``usable``: the GPUs ``x`` may use in all; ``regive(free, jobs)``: the GPUs
-    (of ``free``) to add to each of ``jobs``. A job moved out of a dip keeps its new size; the others are
-    checked again after each hand-out, so no job is left resized into a dip.
+    (of ``free``) to add to each of ``jobs``; ``patience``: per job, how many times faster the fewer GPUs
+    must run than its current count for a job left at that count to be moved (``inf``, the default: never).
+    A job moved out of a dip keeps its new size; the others are checked again after each hand-out, so no
+    job is left resized into a dip.
     """
     if not len(idx):
         return
@@ -52,9 +66,14 @@ def leave_dips(x: np.ndarray, usable: int, idx: np.ndarray, runs: list[tuple[np.
     sizes = np.concatenate([n for n, _ in runs]).astype(np.int64)
     secs = np.concatenate([y for _, y in runs])
     moved = np.zeros(len(x), dtype=bool)
+    worth = np.zeros(len(x), dtype=bool)  # jobs at their current count whose dip pays for the move
+    if patience is not None:
+        fewer = fewer_as_fast(x, job, sizes, secs, least)
+        at_cur = (fewer < x) & (x == cur)
+        worth[at_cur] = (_secs_at(x, job, sizes, secs) > patience * _secs_at(fewer, job, sizes, secs))[at_cur]
     while True:  # each round moves a job for good: at most len(idx) rounds
         fewer = fewer_as_fast(x, job, sizes, secs, least)
-        out = (fewer < x) & (x != cur) & ~moved
+        out = (fewer < x) & ((x != cur) | worth) & ~moved
         if not out.any():
             return
         x[out] = fewer[out]

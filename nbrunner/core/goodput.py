@@ -123,7 +123,9 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
    fewest GPUs it ran at least as fast; the GPUs this frees go to the other measured jobs by the
    marginal gain above, checked the same way. Across hosts, or where a batch-adapting job's batch
    needs another micro-step, a job runs slower on 5-7 GPUs than on 4, which the smooth model fitted
-   through those points does not show. A job left at its current count stays there.
+   through those points does not show. A job the steps above leave at its current count in a dip
+   moves out of it only if it runs there enough faster to pay the pause over the time it has left
+   (``(H - pause) * X(fewer) > H * X(current)``, ``H`` as in step 4 with its whole time left).
 
 Without ``attained`` every job is in queue 0 and the policy is the plain goodput
 split of measured speedups; without measurements either, it equals fairshare.
@@ -285,8 +287,21 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     concentrate_resizes(x, fixed[queue[fixed] == 0], cur, m, cap, coef, weff, rho, queue)
     _settle(x, usable, m, M, midx, coef, cap, w, cur, rho, adm_demands, only_long)
     leave_dips(x, usable, midx, _runs(pts, midx, adm_demands, adapts), cur, m,
-               lambda free, o: _greedy(free, x[o], cap[o], coef[o], w[o], cur[o], rho[o]))
+               lambda free, o: _greedy(free, x[o], cap[o], coef[o], w[o], cur[o], rho[o]),
+               _patience(adm_demands, midx, cur, len(m)))
     return x
+
+
+def _patience(adm_demands: list[dict], midx: np.ndarray, cur: np.ndarray, n: int) -> np.ndarray:
+    """Per job, how many times faster a job left at its current count must run on fewer GPUs for the move to pay
+    its pause over the time it has left (``H / (H - pause)``; its horizon without ``progress``); inf if never."""
+    out = np.full(n, np.inf)
+    for i in midx[cur[midx] > 0].tolist():
+        d = adm_demands[i]
+        H, pause = _horizon(d, int(cur[i]), time_left=True), float(d.get("pause_s", 0.0) or 0.0)
+        if H > pause:
+            out[i] = H / (H - pause)
+    return out
 
 
 def _runs(pts: list, midx: np.ndarray, adm_demands: list[dict], adapts: np.ndarray) -> list:

@@ -46,6 +46,15 @@ def test_jobs_resized_into_a_dip_leave_it_and_others_take_the_gpus():
     assert x.tolist() == [4, 4, 5] and given_to == [(2, [1, 2])]
 
 
+def test_a_job_sitting_in_its_dip_leaves_it_when_the_gain_pays_for_the_pause():
+    runs = [(SIZES, SECS), (SIZES, SECS)]  # on 6: 2.5, on 4: 2.7 (1.08x)
+    for patience, moved in ((1.05, True), (1.1, False), (np.inf, False)):
+        x = np.array([6, 2])
+        leave_dips(x, 8, np.array([0, 1]), runs, np.array([6, 2]), np.array([1, 1]),
+                   lambda free, jobs: np.where(jobs == 1, free, 0), np.array([patience, np.inf]))
+        assert x.tolist() == ([4, 4] if moved else [6, 2]), patience
+
+
 def test_a_job_measured_slower_on_6_than_on_4_gets_4_and_the_other_job_the_rest(monkeypatch):
     a = job("a", 1, 6, throughput={1: 100.0, 2: 200.0, 4: 400.0, 6: 390.0})
     b = job("b", 1, 8, submitted_at=1, throughput=curve(0.01, 0.004, 0.0, [1, 2, 4]))
@@ -55,6 +64,16 @@ def test_a_job_measured_slower_on_6_than_on_4_gets_4_and_the_other_job_the_rest(
     assert allocate(10, [run, b], "goodput") == {"a": 6, "b": 4}
     monkeypatch.setattr(goodput, "leave_dips", lambda *args: None)
     assert allocate(10, [a, b], "goodput") == {"a": 6, "b": 4}  # the model alone, fitted through the dip
+
+
+def test_a_job_running_in_a_deep_dip_moves_out_when_it_has_the_time_to_gain_from_it():
+    # Slower on 6 than on 4 by a third: with hours left (a tenth done after 10 GPU-hours), the move pays its
+    # 30 s pause many times over; a minute from its end it would not.
+    a = job("a", 1, 6, throughput={1: 100.0, 2: 200.0, 4: 400.0, 6: 300.0})
+    b = job("b", 1, 8, submitted_at=1, throughput=curve(0.01, 0.004, 0.0, [1, 2, 4]))
+    run = dict(a, running=True, gpus=6, pause_s=30.0, attained=36000.0)
+    assert allocate(10, [dict(run, progress=0.1), b], "goodput") == {"a": 4, "b": 6}
+    assert allocate(10, [dict(run, progress=0.9999), b], "goodput") == {"a": 6, "b": 4}
 
 
 def test_a_batch_adapting_job_reads_its_dip_in_its_goodput_at_sizes_it_ran():
