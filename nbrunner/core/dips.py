@@ -50,13 +50,13 @@ def _secs_at(n: np.ndarray, job: np.ndarray, sizes: np.ndarray, secs: np.ndarray
 
 def leave_dips(x: np.ndarray, usable: int, idx: np.ndarray, runs: list[tuple[np.ndarray, np.ndarray]],
                cur: np.ndarray, least: np.ndarray, regive: Callable[[int, np.ndarray], np.ndarray],
-               patience: np.ndarray | None = None) -> None:
+               patience: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
     """Out of their dips (in place on ``x``), the jobs ``idx`` started or resized into one (module docstring).
 
     ``runs[k]``: job ``idx[k]``'s sizes run and its seconds per sample there; ``cur``/``least``: each job's
     current count and minimum; ``usable``: the GPUs ``x`` may use in all; ``regive(free, jobs)``: the GPUs
-    (of ``free``) to add to each of ``jobs``; ``patience``: per job, how many times faster the fewer GPUs
-    must run than its current count for a job left at that count to be moved (``inf``, the default: never).
+    (of ``free``) to add to each of ``jobs``; ``patience(jobs)``: for each of ``jobs`` left at its current
+    count in a dip, how many times faster it must run on the fewer GPUs to be moved (default: never).
     A job moved out of a dip keeps its new size; the others are checked again after each hand-out, so no
     job is left resized into a dip.
     """
@@ -69,8 +69,10 @@ def leave_dips(x: np.ndarray, usable: int, idx: np.ndarray, runs: list[tuple[np.
     worth = np.zeros(len(x), dtype=bool)  # jobs at their current count whose dip pays for the move
     if patience is not None:
         fewer = fewer_as_fast(x, job, sizes, secs, least)
-        at_cur = (fewer < x) & (x == cur)
-        worth[at_cur] = (_secs_at(x, job, sizes, secs) > patience * _secs_at(fewer, job, sizes, secs))[at_cur]
+        at_cur = np.flatnonzero((fewer < x) & (x == cur))
+        if len(at_cur):
+            ratio = _secs_at(x, job, sizes, secs)[at_cur] / _secs_at(fewer, job, sizes, secs)[at_cur]
+            worth[at_cur] = ratio > patience(at_cur)
     while True:  # each round moves a job for good: at most len(idx) rounds
         fewer = fewer_as_fast(x, job, sizes, secs, least)
         out = (fewer < x) & ((x != cur) | worth) & ~moved

@@ -288,19 +288,19 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     _settle(x, usable, m, M, midx, coef, cap, w, cur, rho, adm_demands, only_long)
     leave_dips(x, usable, midx, _runs(pts, midx, adm_demands, adapts), cur, m,
                lambda free, o: _greedy(free, x[o], cap[o], coef[o], w[o], cur[o], rho[o]),
-               _patience(adm_demands, midx, cur, len(m)))
+               lambda jobs: _patience(adm_demands, jobs, cur))
     return x
 
 
-def _patience(adm_demands: list[dict], midx: np.ndarray, cur: np.ndarray, n: int) -> np.ndarray:
-    """Per job, how many times faster a job left at its current count must run on fewer GPUs for the move to pay
-    its pause over the time it has left (``H / (H - pause)``; its horizon without ``progress``); inf if never."""
-    out = np.full(n, np.inf)
-    for i in midx[cur[midx] > 0].tolist():
+def _patience(adm_demands: list[dict], jobs: np.ndarray, cur: np.ndarray) -> np.ndarray:
+    """Per job of ``jobs`` (running on ``cur`` GPUs), how many times faster it must run on fewer GPUs for a move
+    to pay its pause over the time it has left (``H / (H - pause)``; its horizon without ``progress``)."""
+    out = np.full(len(jobs), np.inf)
+    for r, i in enumerate(jobs.tolist()):
         d = adm_demands[i]
         H, pause = _horizon(d, int(cur[i]), time_left=True), float(d.get("pause_s", 0.0) or 0.0)
         if H > pause:
-            out[i] = H / (H - pause)
+            out[r] = H / (H - pause)
     return out
 
 

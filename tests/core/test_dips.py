@@ -51,7 +51,7 @@ def test_a_job_sitting_in_its_dip_leaves_it_when_the_gain_pays_for_the_pause():
     for patience, moved in ((1.05, True), (1.1, False), (np.inf, False)):
         x = np.array([6, 2])
         leave_dips(x, 8, np.array([0, 1]), runs, np.array([6, 2]), np.array([1, 1]),
-                   lambda free, jobs: np.where(jobs == 1, free, 0), np.array([patience, np.inf]))
+                   lambda free, jobs: np.where(jobs == 1, free, 0), lambda jobs: np.full(len(jobs), patience))
         assert x.tolist() == ([4, 4] if moved else [6, 2]), patience
 
 
