@@ -143,6 +143,7 @@ finite numbers >= 0 (``pause_s`` may be None: not measured); ``progress`` a numb
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -287,21 +288,22 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
     concentrate_resizes(x, fixed[queue[fixed] == 0], cur, m, cap, coef, weff, rho, queue)
     _settle(x, usable, m, M, midx, coef, cap, w, cur, rho, adm_demands, only_long)
     leave_dips(x, usable, midx, _runs(pts, midx, adm_demands, adapts), cur, m,
-               lambda free, o: _greedy(free, x[o], cap[o], coef[o], w[o], cur[o], rho[o]),
-               lambda jobs: _patience(adm_demands, jobs, cur))
+               lambda free, o: _greedy(free, x[o], cap[o], coef[o], w[o], cur[o], rho[o]), _patience(adm_demands, cur))
     return x
 
 
-def _patience(adm_demands: list[dict], jobs: np.ndarray, cur: np.ndarray) -> np.ndarray:
-    """Per job of ``jobs`` (running on ``cur`` GPUs), how many times faster it must run on fewer GPUs for a move
-    to pay its pause over the time it has left (``H / (H - pause)``; its horizon without ``progress``)."""
-    out = np.full(len(jobs), np.inf)
-    for r, i in enumerate(jobs.tolist()):
-        d = adm_demands[i]
-        H, pause = _horizon(d, int(cur[i]), time_left=True), float(d.get("pause_s", 0.0) or 0.0)
-        if H > pause:
-            out[r] = H / (H - pause)
-    return out
+def _patience(adm_demands: list[dict], cur: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """For jobs (indices) running on ``cur`` GPUs: how many times faster each must run on fewer GPUs for a move to
+    pay its pause over the time it has left (``H / (H - pause)``; its horizon without ``progress``)."""
+    def of(jobs: np.ndarray) -> np.ndarray:
+        out = np.full(len(jobs), np.inf)
+        for r, i in enumerate(jobs.tolist()):
+            d = adm_demands[i]
+            H, pause = _horizon(d, int(cur[i]), time_left=True), float(d.get("pause_s", 0.0) or 0.0)
+            if H > pause:
+                out[r] = H / (H - pause)
+        return out
+    return of
 
 
 def _runs(pts: list, midx: np.ndarray, adm_demands: list[dict], adapts: np.ndarray) -> list:
