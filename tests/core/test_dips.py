@@ -68,12 +68,12 @@ def test_a_job_measured_slower_on_6_than_on_4_gets_4_and_the_other_job_the_rest(
 
 def test_a_job_running_in_a_deep_dip_moves_out_when_it_has_the_time_to_gain_from_it():
     # Slower on 6 than on 4 by a third: with hours left (a tenth done after 10 GPU-hours), the move pays its
-    # 30 s pause many times over; a minute from its end it would not.
+    # 30 s pause many times over; a minute from its end (a hundredth left) it would not.
     a = job("a", 1, 6, throughput={1: 100.0, 2: 200.0, 4: 400.0, 6: 300.0})
     b = job("b", 1, 8, submitted_at=1, throughput=curve(0.01, 0.004, 0.0, [1, 2, 4]))
     run = dict(a, running=True, gpus=6, pause_s=30.0, attained=36000.0)
     assert allocate(10, [dict(run, progress=0.1), b], "goodput") == {"a": 4, "b": 6}
-    assert allocate(10, [dict(run, progress=0.9999), b], "goodput") == {"a": 6, "b": 4}
+    assert allocate(10, [dict(run, progress=0.99), b], "goodput") == {"a": 6, "b": 4}
 
 
 def test_a_batch_adapting_job_reads_its_dip_in_its_goodput_at_sizes_it_ran():
