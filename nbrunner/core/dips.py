@@ -31,18 +31,17 @@ def fewer_as_fast(x: np.ndarray, job: np.ndarray, sizes: np.ndarray, secs: np.nd
     """Per job, the fewest GPUs (at least its ``least``) it ran at least as fast as on ``x`` GPUs; ``x`` itself if
     it did not run ``x`` or ran every smaller size slower. ``job``/``sizes``/``secs``: one entry per size a job
     ran, with its seconds per sample there."""
-    at = np.full(len(x), -np.inf)  # seconds per sample at x; -inf: x not run, so no size is as fast
-    hit = sizes == x[job]
-    at[job[hit]] = secs[hit]
+    at = _secs_at(x, job, sizes, secs, -np.inf)  # -inf where x was not run: no size is as fast
     ok = (sizes >= least[job]) & (sizes < x[job]) & (secs <= at[job])
     fewer = x.copy()
     np.minimum.at(fewer, job[ok], sizes[ok])
     return fewer
 
 
-def _secs_at(n: np.ndarray, job: np.ndarray, sizes: np.ndarray, secs: np.ndarray) -> np.ndarray:
-    """Per job, its seconds per sample on ``n`` GPUs (inf if it did not run ``n``)."""
-    out = np.full(len(n), np.inf)
+def _secs_at(n: np.ndarray, job: np.ndarray, sizes: np.ndarray, secs: np.ndarray, missing: float = np.inf
+             ) -> np.ndarray:
+    """Per job, its seconds per sample on ``n`` GPUs (``missing`` if it did not run ``n``)."""
+    out = np.full(len(n), missing)
     hit = sizes == n[job]
     out[job[hit]] = secs[hit]
     return out
