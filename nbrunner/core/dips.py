@@ -66,14 +66,13 @@ def leave_dips(x: np.ndarray, usable: int, idx: np.ndarray, runs: list[tuple[np.
     secs = np.concatenate([y for _, y in runs])
     moved = np.zeros(len(x), dtype=bool)
     worth = np.zeros(len(x), dtype=bool)  # jobs at their current count whose dip pays for the move
+    fewer = fewer_as_fast(x, job, sizes, secs, least)
     if patience is not None:
-        fewer = fewer_as_fast(x, job, sizes, secs, least)
         at_cur = np.flatnonzero((fewer < x) & (x == cur))
         if len(at_cur):
             ratio = _secs_at(x, job, sizes, secs)[at_cur] / _secs_at(fewer, job, sizes, secs)[at_cur]
             worth[at_cur] = ratio > patience(at_cur)
     while True:  # each round moves a job for good: at most len(idx) rounds
-        fewer = fewer_as_fast(x, job, sizes, secs, least)
         out = (fewer < x) & ((x != cur) | worth) & ~moved
         if not out.any():
             return
@@ -83,3 +82,4 @@ def leave_dips(x: np.ndarray, usable: int, idx: np.ndarray, runs: list[tuple[np.
         if free <= 0 or not len(others):
             return
         x[others] += regive(free, others)
+        fewer = fewer_as_fast(x, job, sizes, secs, least)
