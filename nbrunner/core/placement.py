@@ -85,18 +85,23 @@ def keep(target: list[Slot], want: int, home: str | None) -> list[Slot]:
 
 
 def pick(free: Iterable[Slot], n: int, prefer: list[str]) -> list[Slot]:
-    """``n`` free slots (or as many as there are) on as few hosts as possible, hosts in
-    ``prefer`` first."""
+    """``n`` free slots (or as many as there are) on as few hosts as possible: hosts in
+    ``prefer`` first, then, while what is left fits on one host, the tightest such host (so
+    that emptier hosts stay whole for larger jobs), else the host with the most free slots."""
     if n <= 0:
         return []
-    per_host = _per_host(free)
-    hosts = sorted(per_host, key=lambda h: (h not in prefer, -len(per_host[h]), h))
+    per_host = {h: sorted(slots) for h, slots in _per_host(free).items()}
     out: list[Slot] = []
-    for h in hosts:
-        for i in sorted(per_host[h]):
-            if len(out) == n:
-                return out
-            out.append((h, i))
+    for h in sorted((h for h in per_host if h in prefer), key=lambda h: (-len(per_host[h]), h)):
+        out += [(h, i) for i in per_host.pop(h)[:n - len(out)]]
+    while len(out) < n and per_host:
+        need = n - len(out)
+        fits = [h for h in per_host if len(per_host[h]) >= need]
+        if fits:
+            h = min(fits, key=lambda h: (len(per_host[h]), h))
+        else:
+            h = min(per_host, key=lambda h: (-len(per_host[h]), h))
+        out += [(h, i) for i in per_host.pop(h)[:need]]
     return out
 
 

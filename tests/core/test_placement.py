@@ -10,11 +10,15 @@ def record(**fields) -> JobRecord:
     return JobRecord(**{**base, **fields})
 
 
-def test_pick_fills_the_fullest_host_first_and_honours_preferences():
+def test_pick_takes_the_tightest_host_that_fits_the_rest_and_honours_preferences():
     free = {("a", 0), ("b", 0), ("b", 1), ("b", 2), ("c", 0), ("c", 1)}
-    assert pick(free, 2, prefer=[]) == [("b", 0), ("b", 1)]
-    assert pick(free, 4, prefer=[]) == [("b", 0), ("b", 1), ("b", 2), ("c", 0)]
-    assert pick(free, 2, prefer=["a"]) == [("a", 0), ("b", 0)]  # a job's own host first, then the fullest
+    assert pick(free, 2, prefer=[]) == [("c", 0), ("c", 1)]  # b's 3 stay whole for a job of 3
+    assert pick(free, 1, prefer=[]) == [("a", 0)]
+    assert pick(free, 3, prefer=[]) == [("b", 0), ("b", 1), ("b", 2)]
+    # No host fits 4: the one with most free slots, then the tightest host for the last one.
+    assert pick(free, 4, prefer=[]) == [("b", 0), ("b", 1), ("b", 2), ("a", 0)]
+    assert pick(free, 2, prefer=["a"]) == [("a", 0), ("c", 0)]  # a job's own host first
+    assert pick(free, 4, prefer=["c", "a"]) == [("c", 0), ("c", 1), ("a", 0), ("b", 0)]
     assert pick(free, 0, prefer=[]) == []
     assert pick(free, 9, prefer=[]) == sorted(free, key=lambda s: ({"b": 0, "c": 1, "a": 2}[s[0]], s[1]))
 
@@ -90,3 +94,15 @@ def test_plan_keeps_a_gang_queued_when_no_host_has_room():
     gang = record(id="q", max_gpus=2)
     steps = plan([gang], {"q": 2}, {"q"}, {}, {("a", 0), ("b", 0)}, "fairshare")
     assert [(s.kind, s.position) for s in steps] == [("position", 1)]
+
+
+def test_plan_leaves_an_empty_host_whole_for_the_job_that_needs_it():
+    from nbrunner.core.placement import plan
+
+    t = "2026-01-01T00:00:0{}Z"
+    small = record(id="e", elastic=True, min_gpus=1, max_gpus=1, created_at=t.format(1))
+    gang = record(id="q", max_gpus=4, created_at=t.format(2))
+    free = {("a", 3), *(("b", i) for i in range(4))}  # host a has one slot left, host b is empty
+    steps = plan([small, gang], {"e": 1, "q": 4}, {"e", "q"}, {}, free, "fairshare")
+    assert [(s.kind, s.rec.id, s.slots) for s in steps] == [
+        ("dispatch", "e", [("a", 3)]), ("dispatch", "q", [("b", i) for i in range(4)])]
