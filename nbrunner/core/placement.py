@@ -129,6 +129,23 @@ class Step(NamedTuple):
     position: int = 0
 
 
+def _grows(running: list[JobRecord], shares: dict[str, int], grant_of: dict[str, list[Slot]], free: set[Slot]
+           ) -> list[Step]:
+    """The grows of started elastic jobs (``running``, in the policy's order), taking slots out of ``free``: how
+    many each gets is decided in that order, while slots last; where they go, largest grow first (small ones
+    then fill the gaps it leaves, as in first-fit decreasing)."""
+    haves = {r.id: sorted(grant_of.get(r.id, [])) for r in running}
+    left, count = len(free), {}
+    for r in running:
+        count[r.id] = min(max(shares.get(r.id, 0) - len(haves[r.id]), 0), left)
+        left -= count[r.id]
+    extra = {}
+    for r in sorted(running, key=lambda r: -count[r.id]):
+        extra[r.id] = pick(free, count[r.id], prefer=[h for h, _ in haves[r.id]])
+        free -= set(extra[r.id])
+    return [Step("grow", r, extra[r.id], haves[r.id]) for r in running if extra[r.id]]
+
+
 def started(rec: JobRecord) -> bool:
     """Running, or handed to a worker already."""
     return rec.status == "running" or rec.dispatched
@@ -138,7 +155,8 @@ def plan(live: list[JobRecord], shares: dict[str, int], ok: set[str], grant_of: 
          free: set[Slot], policy: str) -> list[Step]:
     """The steps of one pass, in the order they are carried out: shrinks first (the slots come
     back when the job confirms), then, job by job in the policy's order, grows of started
-    elastic jobs, queue positions of jobs that wait, and dispatches of admitted ones.
+    elastic jobs (their slots chosen largest grow first), queue positions of jobs that wait, and
+    dispatches of admitted ones.
 
     ``shares``: each job's GPUs from :func:`nbrunner.core.allocate.allocate`; ``ok``: the
     admitted ids; ``grant_of``: the current grant of every started elastic job; ``free``: the
@@ -154,17 +172,12 @@ def plan(live: list[JobRecord], shares: dict[str, int], ok: set[str], grant_of: 
         if target is not None and len(target) > want:
             grant_of[rec.id] = keep(target, want, rec.host)
             steps.append(Step("shrink", rec, grant_of[rec.id]))
+    steps += _grows([r for r in order if started(r) and r.elastic], shares, grant_of, free)
     positions = 0
     for rec in order:
-        share = shares.get(rec.id, 0)
         if started(rec):
-            have = sorted(grant_of.get(rec.id, [])) if rec.elastic else []
-            if rec.elastic and len(have) < share and free:
-                extra = pick(free, share - len(have), prefer=[h for h, _ in have])
-                free -= set(extra)
-                if extra:
-                    steps.append(Step("grow", rec, extra, have))
             continue
+        share = shares.get(rec.id, 0)
         if rec.id not in ok:
             positions += 1
             steps.append(Step("position", rec, position=positions))

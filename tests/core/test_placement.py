@@ -106,3 +106,20 @@ def test_plan_leaves_an_empty_host_whole_for_the_job_that_needs_it():
     steps = plan([small, gang], {"e": 1, "q": 4}, {"e", "q"}, {}, free, "fairshare")
     assert [(s.kind, s.rec.id, s.slots) for s in steps] == [
         ("dispatch", "e", [("a", 3)]), ("dispatch", "q", [("b", i) for i in range(4)])]
+
+
+def test_plan_places_the_largest_grow_first_and_grants_in_the_policys_order():
+    from nbrunner.core.placement import plan
+
+    t = "2026-01-01T00:00:0{}Z"
+    two = record(id="two", elastic=True, min_gpus=1, max_gpus=4, status="running", host="a", created_at=t.format(1))
+    three = record(id="three", elastic=True, min_gpus=1, max_gpus=8, status="running", host="c", created_at=t.format(2))
+    grant_of = {"two": [("a", 0)], "three": [("c", 0)]}
+    free = {("x", 0), ("x", 1), ("x", 2), ("y", 0), ("z", 0)}
+    steps = plan([three, two], {"two": 3, "three": 4}, {"two", "three"}, grant_of, free, "fairshare")
+    # In the policy's order "two" would take 2 of x's 3 and "three" one slot on each of x, y and z.
+    assert [(s.kind, s.rec.id, s.slots) for s in steps] == [
+        ("grow", "two", [("y", 0), ("z", 0)]), ("grow", "three", [("x", 0), ("x", 1), ("x", 2)])]
+    # Fewer free slots than the grows need: how many each gets is decided in the policy's order.
+    steps = plan([three, two], {"two": 5, "three": 4}, {"two", "three"}, grant_of, free, "fairshare")
+    assert [(s.rec.id, len(s.slots)) for s in steps] == [("two", 4), ("three", 1)]
