@@ -8,17 +8,17 @@ first, then by submission; no backfill), so every admitted job gets at least its
 job's speedup on ``n`` GPUs over one, from its measured throughput, see
 ``nbrunner.core.throughput``).
 
-1. Short work first, as Tiresias's discretised two-dimensional least attained
-   service. A demand may carry ``"attained"``: the GPU-seconds it has received
-   so far (default 0). :data:`QUEUE_THRESHOLDS` splits attained service into
-   queues (queue 0 below the first threshold, queue k from threshold k-1 on):
-   with the one threshold of 16 GPU-hours (the Tiresias baseline's), new and
-   short jobs are in queue 0, long ones in queue 1. Queues are served in turn,
-   lowest first: a queue's jobs are served (below) before any GPU above a
-   minimum goes to a later queue, so a job with less attained service is not
-   served after one with more when the two are in different queues. Within a
-   queue, jobs are not ranked by attained service (no thrashing between jobs
-   taking turns).
+1. Short work first, as Tiresias's discretised two-dimensional least attained service. A demand may carry
+   ``"attained"``: the GPU-seconds it has received so far (default 0). :data:`QUEUE_THRESHOLDS` splits attained
+   service into queues (queue 0 below the first threshold, queue k from threshold k-1 on): with the one threshold of
+   16 GPU-hours (the Tiresias baseline's), new and short jobs are in queue 0, long ones in queue 1. Queues are
+   served in turn, lowest first: a queue's jobs are served (below) before any GPU above a minimum goes to a later
+   queue, so a job with less attained service is not served after one with more when the two are in different
+   queues. Within a queue, jobs are not ranked by attained service (no thrashing between jobs taking turns). A
+   measured batch-adapting job (step 5) that reports its ``progress`` is queued by the lesser of its attained service
+   and its estimated remaining service ``R`` (below): a long job near its end is short work again, not left with what
+   new jobs leave for the hours it still needs (a fixed-batch job so queued grows past its efficient size in queue 0:
+   on the test draws the makespan grew more than average JCT fell).
 2. Elasticity decides how many GPUs each job of a queue gets:
 
    * a job without measurements gets its fairshare share (weighted max-min
@@ -55,51 +55,39 @@ job's speedup on ``n`` GPUs over one, from its measured throughput, see
      do not wait for it in turn (the last one sets the makespan); the floor keeps
      each from taking GPUs it would use poorly.
 
-3. GPUs left once every queue is served go, by the same marginal gain, to the
-   later queues' measured jobs past their efficient size and to queue 0's held
-   below what they gain from, within the bounds above; GPUs no job gains from
+3. GPUs left once every queue is served go, by the same marginal gain, to the later queues' measured jobs past their
+   efficient size and to queue 0's held below what they gain from, within the bounds above; GPUs no job gains from
    stay free.
-4. Restart-aware: a demand may carry ``"gpus"`` (its current GPU count, default
-   0), ``"pause_s"`` (measured pause of one resize, seconds, default 0) and
-   ``"horizon_s"`` (default :data:`HORIZON_S`, 150 s = two and a half 60 s
-   scheduling intervals). In the marginal-gain steps, a running measured job's GPUs up to
-   its current count are worth ``rho / (1 - rho)`` of its utility more (``rho =
-   SHRINK_PAUSES x pause / horizon``, spread evenly over them), the utility it loses to the pauses
-   if it is resized: a job shrunk now pays a pause now and another when it grows
-   back as the GPUs return (:data:`SHRINK_PAUSES`), so small reshuffles do not happen. That spread
-   makes one GPU from each of three jobs look cheaper than three from one, though it costs three
-   pauses; so queue 0's fixed-batch jobs' resizes are then concentrated on few jobs
-   (``nbrunner.core.pauses``: a job shrunk or grown gets its GPUs back, or gives its extra ones, when
-   the jobs already resized lose or gain less than its pause and the GPUs are worth; later queues
-   serve their first job first, which these marginal values would undo; batch-adapting jobs are left
-   as they are: worse on the tuning set). At the end, a job whose
-   new count ``x`` differs from ``g = gpus`` (both within ``[min, max]``) only
-   grows if ``(H - pause) * X(x) > H * X(g)``, i.e. the samples it gains over the
-   horizon exceed what the pause costs. A demand may carry ``"hold_s"``: how long the
-   caller expects the job's next allocation to last, measured
-   (:func:`expected_hold_s`: until the next arrival at the cluster's recent arrival
-   rate, and no longer than the job has held each of its allocations so far); a
-   growth of a job with a fixed batch (no ``efficiency``) is weighed over the larger of
-   ``hold_s`` and ``horizon_s`` (a medium job that has held 3 GPUs for an hour of a
-   quiet cluster grows to the 4th, which pays its pause in minutes, not in 150 s;
-   a batch-adapting job's growth keeps ``horizon_s``: weighed over longer times, such
-   jobs resized more and finished later on the tuning set). GPUs of growths that are not made undo
-   shrinks that fed them (in admission order, while they last), and what is left of
-   them goes, by the same marginal gain and within the same bounds, to the other
-   measured jobs (each such growth checked again), so that a GPU is not left idle
-   while a job gains from it (work-conserving). A demand may also carry
-   ``"progress"`` (the share of its work done, ``0..1`` or None, as the job reports
-   it): a running job's horizon ``H`` is then at most the time it has left at its
-   pace, ``(attained - pause * g) / g * (1 - progress) / progress``: a job about to
-   end is neither grown nor, through the pause's weight above, shrunk for a gain it
-   would not live to collect. When every admitted job is in a later queue (only long
-   jobs: no short one running or waiting), GPUs still free after all this go, by the
-   same marginal gain and within the same bounds, to the measured jobs, each such
-   growth weighed over the whole time the job has left (from its ``progress``; the
-   horizon above without it) rather than :data:`HORIZON_S`: no short job is there to
-   take them back, so such an allocation lasts until the next arrival, and a long job
-   finishing alone would otherwise leave GPUs idle for hours for want of a gain that
-   pays its pause within 150 s.
+4. Restart-aware: a demand may carry ``"gpus"`` (its current GPU count, default 0), ``"pause_s"`` (measured pause of
+   one resize, seconds, default 0) and ``"horizon_s"`` (default :data:`HORIZON_S`, 150 s = two and a half 60 s
+   scheduling intervals). In the marginal-gain steps, a running measured job's GPUs up to its current count are
+   worth ``rho / (1 - rho)`` of its utility more (``rho = SHRINK_PAUSES x pause / horizon``, spread evenly over
+   them), the utility it loses to the pauses if it is resized: a job shrunk now pays a pause now and another when it
+   grows back as the GPUs return (:data:`SHRINK_PAUSES`), so small reshuffles do not happen. That spread makes one
+   GPU from each of three jobs look cheaper than three from one, though it costs three pauses; so queue 0's
+   fixed-batch jobs' resizes are then concentrated on few jobs (``nbrunner.core.pauses``: a job shrunk or grown gets
+   its GPUs back, or gives its extra ones, when the jobs already resized lose or gain less than its pause and the
+   GPUs are worth; later queues serve their first job first, which these marginal values would undo; batch-adapting
+   jobs are left as they are: worse on the tuning set). At the end, a job whose new count ``x`` differs from ``g =
+   gpus`` (both within ``[min, max]``) only grows if ``(H - pause) * X(x) > H * X(g)``, i.e. the samples it gains
+   over the horizon exceed what the pause costs. A demand may carry ``"hold_s"``: how long the caller expects the
+   job's next allocation to last, measured (:func:`expected_hold_s`: until the next arrival at the cluster's recent
+   arrival rate, and no longer than the job has held each of its allocations so far); a growth of a job with a fixed
+   batch (no ``efficiency``) is weighed over the larger of ``hold_s`` and ``horizon_s`` (a medium job that has held
+   3 GPUs for an hour of a quiet cluster grows to the 4th, which pays its pause in minutes, not in 150 s; a
+   batch-adapting job's growth keeps ``horizon_s``: weighed over longer times, such jobs resized more and finished
+   later on the tuning set). GPUs of growths that are not made undo shrinks that fed them (in admission order, while
+   they last), and what is left of them goes, by the same marginal gain and within the same bounds, to the other
+   measured jobs (each such growth checked again), so that a GPU is not left idle while a job gains from it
+   (work-conserving). A demand may also carry ``"progress"`` (the share of its work done, ``0..1`` or None, as the
+   job reports it): a running job's horizon ``H`` is then at most the time it has left at its pace, ``(attained -
+   pause * g) / g * (1 - progress) / progress``: a job about to end is neither grown nor, through the pause's weight
+   above, shrunk for a gain it would not live to collect. When every admitted job is in a later queue (only long
+   jobs: no short one running or waiting), GPUs still free after all this go, by the same marginal gain and within
+   the same bounds, to the measured jobs, each such growth weighed over the whole time the job has left (from its
+   ``progress``; the horizon above without it) rather than :data:`HORIZON_S`: no short job is there to take them
+   back, so such an allocation lasts until the next arrival, and a long job finishing alone would otherwise leave
+   GPUs idle for hours for want of a gain that pays its pause within 150 s.
 
 5. Batch-size adaptation: a demand may carry ``"efficiency"`` (``{gpus: statistical
    efficiency}``, values in ``(0, 1]``): the job scales its batch with its GPUs, so what it
@@ -246,12 +234,12 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
         # Most each measured job may reach: 2x its largest measured size, or what it holds now (measured soon).
         cap[midx] = np.minimum(M[midx], np.maximum(np.maximum(EXPLORE_FACTOR * max_seen, held), m[midx]))
         cur[midx], rho[midx] = _current(adm_demands, midx, m[midx], cap[midx])
-
     x = m.astype(np.int64).copy()
     start = np.where(adapts & ~measured, np.clip(ADAPTIVE_START, m, M), M).astype(np.int64)  # a first size to measure
     usable = min(total, int(M.sum()))
     avail = usable - int(m.sum())
-    queue = queue_of(attained, thresholds)
+    remaining = _remaining_service(adm_demands, midx, attained)
+    queue = queue_of(np.where(adapts, np.fmin(attained, remaining), attained), thresholds)
     queues = np.unique(queue).tolist()
     held_back = np.zeros(len(m), dtype=bool)  # queue-0 jobs kept below what they gain from while long jobs wait
     weff = w.astype(np.float64).copy()
@@ -269,7 +257,7 @@ def goodput_allocate(total: int, m: np.ndarray, M: np.ndarray, w: np.ndarray, w_
                 floor = np.where(adapts[ms], SHORT_ADAPTIVE_FLOOR, SHORT_EFFICIENCY_FLOOR)
                 lim = cap[ms] if q == queues[-1] else _useful_size(coef[ms], floor, x[ms], cap[ms])
                 held_back[ms] = lim < cap[ms]
-                weff[ms] = w[ms] * _remaining_weight(adm_demands, ms, attained)
+                weff[ms] = w[ms] * _remaining_weight(remaining[ms])
                 add = _greedy(avail, x[ms], lim, coef[ms], weff[ms], cur[ms], rho[ms])
             else:  # the first up to its efficient size (adapting: its useful size), the others by marginal gain
                 add = _serve_long(avail, ms, x, coef, cap, adapts, w, cur, rho)
@@ -353,14 +341,21 @@ def _serve_long(avail: int, ms: np.ndarray, x: np.ndarray, coef: np.ndarray, cap
     return add
 
 
-def _remaining_weight(adm_demands: list[dict], ms: np.ndarray, attained: np.ndarray) -> np.ndarray:
-    """Per job of ``ms``: ``R ** -REMAINING_EXPONENT`` over its mean, ``R`` the job's estimated remaining service
-    ``attained (1 - progress) / progress`` (the median of the others' without ``progress`` > 0 or service)."""
-    R = np.full(len(ms), np.nan)
-    for r, i in enumerate(ms.tolist()):
+def _remaining_service(adm_demands: list[dict], jobs: np.ndarray, attained: np.ndarray) -> np.ndarray:
+    """Per admitted job: its estimated remaining service ``attained (1 - progress) / progress`` (GPU-seconds) if it
+    is one of ``jobs`` (with validated fields); NaN without ``progress`` > 0 or service."""
+    R = np.full(len(attained), np.nan)
+    for i in jobs.tolist():
         p = adm_demands[i].get("progress")
         if p is not None and 0 < p <= 1 and attained[i] > 0:
-            R[r] = attained[i] * (1 - p) / p
+            R[i] = attained[i] * (1 - p) / p
+    return R
+
+
+def _remaining_weight(remaining: np.ndarray) -> np.ndarray:
+    """Per job: ``R ** -REMAINING_EXPONENT`` over its mean, ``R`` its estimated remaining service
+    (:func:`_remaining_service`; the median of the others' where unknown)."""
+    R = remaining.copy()
     known = R[np.isfinite(R)]
     R = np.where(np.isfinite(R), R, float(np.median(known)) if len(known) else 1.0)
     R = np.maximum(R, 1e-3 * max(float(R.mean()), 1e-9)) ** -REMAINING_EXPONENT  # a job about to end: bounded

@@ -310,6 +310,22 @@ def test_newcomer_is_served_before_a_long_job():
     assert allocate(8, [dict(long, attained=3600.0), new], "goodput") == {"long": 4, "new": 4}
 
 
+def test_a_long_batch_adapting_job_near_its_end_is_short_work_again():
+    lin = curve(0.0, 0.01, 0.0, [1, 2, 4, 8])
+    eff = {n: 1.0 for n in (1, 2, 4, 8)}
+    long = job("long", 1, 8, running=True, gpus=4, throughput=lin, efficiency=eff, attained=LONG)
+    new = job("new", 1, 8, submitted_at=1, throughput=lin, efficiency=eff)
+    # Half done: 20 GPU-hours left, past the threshold both ways: the newcomer is served first.
+    assert allocate(8, [dict(long, progress=0.5), new], "goodput") == {"long": 1, "new": 7}
+    # Nine tenths done: about 2 GPU-hours left, under the 16 GPU-hour threshold: queue 0 again.
+    assert allocate(8, [dict(long, progress=0.9), new], "goodput") == {"long": 4, "new": 4}
+    # Without progress nothing is known of what is left: queued by attained service alone.
+    assert allocate(8, [long, new], "goodput") == {"long": 1, "new": 7}
+    # A fixed-batch job is queued by attained service alone.
+    fixed = [{k: v for k, v in d.items() if k != "efficiency"} for d in (dict(long, progress=0.9), new)]
+    assert allocate(8, fixed, "goodput") == {"long": 1, "new": 7}
+
+
 def test_long_jobs_first_come_first_served():
     lin = curve(0.0, 0.01, 0.0, [1, 2, 4])  # efficient up to 2 x 4 GPUs
     longs = [job(f"l{i}", 1, 8, submitted_at=i, throughput=lin, attained=LONG) for i in range(3)]
